@@ -1,0 +1,3 @@
+from consortium.cli import main
+
+main()

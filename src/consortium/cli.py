@@ -1,0 +1,422 @@
+"""`consortium …`: the command-line interface."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import openai
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from consortium.config import PoolConfig, dump_pool, load_pool
+from consortium.errors import ConsortiumError
+
+app = typer.Typer(
+    help="Consortium: a team of language models, coordinated at test time, used like one model.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+replay_app = typer.Typer(
+    help="The replay pool: recorded outcomes of real models.", no_args_is_help=True
+)
+pool_app = typer.Typer(help="Inspect a pool file.", no_args_is_help=True)
+traces_app = typer.Typer(help="Read the trace store.", no_args_is_help=True)
+app.add_typer(replay_app, name="replay")
+app.add_typer(pool_app, name="pool")
+app.add_typer(traces_app, name="traces")
+
+console = Console()
+err_console = Console(stderr=True)
+
+TracesOption = Annotated[
+    str,
+    typer.Option(
+        "--traces",
+        envvar="CONSORTIUM_TRACES",
+        help="Trace store URL (SQLAlchemy): sqlite:///file.db or postgresql+psycopg://…",
+    ),
+]
+DEFAULT_TRACES = "sqlite:///consortium-traces.db"
+PoolOption = Annotated[Path, typer.Option("--pool", help="Pool file (TOML) listing the models.")]
+
+
+@replay_app.command("serve")
+def replay_serve(
+    data: Annotated[
+        Path,
+        typer.Option(
+            "--data",
+            envvar="CONSORTIUM_REPLAY_DATA",
+            help="The recorded data folder (routerdc: split2_model7/, routerbench_zs/).",
+        ),
+    ],
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
+    seed: Annotated[int, typer.Option(help="Seed of the replayed draws.")] = 0,
+    coupling: Annotated[
+        str,
+        typer.Option(
+            help="shared: one draw per question for all models; independent: one per model."
+        ),
+    ] = "shared",
+    latency_base: Annotated[float, typer.Option(help="Declared seconds per call.")] = 0.0,
+    latency_per_token: Annotated[
+        float, typer.Option(help="Declared seconds per output token.")
+    ] = 0.0,
+    error_rate: Annotated[
+        float, typer.Option(help="Fraction of requests failed on purpose.")
+    ] = 0.0,
+    error_codes: Annotated[
+        str, typer.Option(help="HTTP codes of injected errors.")
+    ] = "500,503,429",
+    timeout_rate: Annotated[
+        float, typer.Option(help="Fraction of requests that stall for --hang-seconds.")
+    ] = 0.0,
+    hang_seconds: Annotated[float, typer.Option(help="How long a stalled request waits.")] = 30.0,
+    fault_seed: Annotated[int, typer.Option(help="Seed of the injected faults.")] = 0,
+    write_pool: Annotated[
+        Path | None, typer.Option(help="Write a pool file for this server's models, then serve.")
+    ] = None,
+    sources: Annotated[
+        str,
+        typer.Option(
+            help="Recorded sources to serve: split2 (7 open models), routerbench (11 models)."
+        ),
+    ] = "split2,routerbench",
+) -> None:
+    """Serve the recorded models over a real OpenAI-compatible API.
+
+    Endpoints: /v1/models, /v1/chat/completions (streaming too), /replay/stats.
+
+    Example:
+
+      consortium replay serve --data ../shared/data/routerdc --write-pool pool.toml
+    """
+    from consortium.replay.data import SOURCES, load_replay
+    from consortium.replay.pool import replay_pool
+    from consortium.replay.server import FaultConfig, LatencyModel, ReplayApp, serve
+
+    if coupling not in ("shared", "independent"):
+        raise ConsortiumError("--coupling must be shared or independent")
+    try:
+        codes = tuple(int(code) for code in error_codes.split(",") if code)
+    except ValueError:
+        raise ConsortiumError(
+            f"--error-codes: expected numbers like 500,503,429, got {error_codes!r}"
+        ) from None
+    chosen = [name for name in sources.split(",") if name]
+    unknown = [name for name in chosen if name not in SOURCES]
+    if unknown or not chosen:
+        raise ConsortiumError(f"--sources: expected some of {', '.join(SOURCES)}, got {sources!r}")
+    recorded = load_replay(data, sources=chosen)  # type: ignore[arg-type]
+    if write_pool is not None:
+        write_pool.write_text(dump_pool(replay_pool(recorded, f"http://{host}:{port}/v1")))
+        err_console.print(f"wrote {write_pool}")
+    server = ReplayApp(
+        recorded,
+        seed=seed,
+        coupling=coupling,  # type: ignore[arg-type]
+        latency=LatencyModel(latency_base, latency_per_token),
+        faults=FaultConfig(error_rate, codes, timeout_rate, hang_seconds, fault_seed),
+    )
+    err_console.print(
+        f"replay server: {len(recorded.all_models)} models, {len(recorded.records)} recorded "
+        f"questions, on http://{host}:{port}/v1 ({recorded.description()})"
+    )
+    serve(server, host, port)
+
+
+async def _check_pool(config: PoolConfig) -> list[tuple[str, str, str, bool]]:
+    async def one(name: str) -> tuple[str, str, str, bool]:
+        entry = config.get(name)
+        try:
+            client = openai.AsyncOpenAI(
+                base_url=str(entry.base_url),
+                api_key=entry.api_key(),
+                timeout=min(entry.timeout, 10.0),
+                max_retries=0,
+            )
+        except ConsortiumError as error:
+            return name, "–", str(error), False
+        started = time.perf_counter()
+        try:
+            listed = await client.models.list()
+            ids = {m.id async for m in listed}
+            latency = f"{1000 * (time.perf_counter() - started):.0f} ms"
+            if entry.model not in ids:
+                return name, latency, f"endpoint answers but does not serve {entry.model!r}", False
+            return name, latency, "ok", True
+        except openai.APIConnectionError:
+            return name, "–", f"unreachable: {entry.base_url}", False
+        except openai.APIStatusError as error:
+            return name, "–", f"HTTP {error.status_code}", False
+        finally:
+            await client.close()
+
+    return list(await asyncio.gather(*(one(name) for name in config.names)))
+
+
+@pool_app.command("check")
+def pool_check(pool: Annotated[Path, typer.Argument(help="Pool file (TOML).")]) -> None:
+    """Ping every endpoint of a pool: is it reachable, does it serve the model, how fast."""
+    config = load_pool(pool)
+    rows = asyncio.run(_check_pool(config))
+    table = Table(title=str(pool))
+    for column in ("model", "latency", "status"):
+        table.add_column(column)
+    for name, latency, status, ok in rows:
+        table.add_row(name, latency, status if ok else f"[red]{status}[/red]")
+    console.print(table)
+    if not all(ok for *_, ok in rows):
+        raise typer.Exit(1)
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    pool: PoolOption,
+    model: Annotated[
+        str | None, typer.Option(help="Ask this pool model (default: random).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the random router.")] = 0,
+    traces: TracesOption = DEFAULT_TRACES,
+) -> None:
+    """Ask the consortium one question and print the answer with who answered and what it cost."""
+    from consortium.coord.base import Coordinator
+    from consortium.coord.baselines import RandomRouter, SingleModel
+    from consortium.pool import Pool
+    from consortium.runtime.caller import Caller
+    from consortium.runtime.store import TraceStore
+    from consortium.tasks.base import Task
+
+    if not question.strip():
+        raise ConsortiumError("the question is empty")
+    config = load_pool(pool)
+    coordinator: Coordinator = (
+        SingleModel(config.get(model).name) if model else RandomRouter(config.names, seed)
+    )
+    store = TraceStore(traces)
+    run_id = store.start_run("ask", pool=str(pool))
+
+    async def go() -> tuple[str, Caller]:
+        async with Pool(config) as members:
+            caller = Caller(members, store, run_id)
+            task_caller = caller.for_task("ask", coordinator.name)
+            outcome = await coordinator.run(Task("ask", question, "ask", "none"), task_caller)
+            return outcome.answer, caller
+
+    try:
+        answer, caller = asyncio.run(go())
+    except ConsortiumError:
+        store.finish_run(run_id, "failed")
+        raise
+    store.finish_run(run_id, "finished")
+    console.print(answer)
+    budget = caller.budget
+    err_console.print(
+        f"[dim]{coordinator.name} · {budget.calls} call(s) · {budget.tokens} tokens · "
+        f"${budget.cost:.6f} · run {run_id}[/dim]"
+    )
+
+
+@app.command("eval")
+def evaluate(
+    pool: PoolOption,
+    tasks: Annotated[
+        str,
+        typer.Option(
+            "--tasks",
+            help="Task spec, e.g. replay:data=DIR:datasets=gsm8k,mmlu:split=test:limit=100",
+        ),
+    ],
+    policy: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="single:NAME or random; repeatable. Default: every single model and random."
+        ),
+    ] = None,
+    concurrency: Annotated[int, typer.Option(help="Tasks in flight at once.")] = 32,
+    seed: Annotated[int, typer.Option(help="Seed of the random router.")] = 0,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Write the report as JSON.")
+    ] = None,
+    markdown: Annotated[Path | None, typer.Option(help="Write the table as Markdown.")] = None,
+    traces: TracesOption = DEFAULT_TRACES,
+) -> None:
+    """Score policies on a task set; print accuracy per dataset, calls, tokens and cost."""
+    from consortium.coord.base import Coordinator
+    from consortium.coord.baselines import RandomRouter, SingleModel
+    from consortium.evaluate import EvalReport, evaluate_policies
+    from consortium.pool import Pool
+    from consortium.report import to_json, to_markdown, to_rich
+    from consortium.runtime.caller import Caller
+    from consortium.runtime.store import TraceStore
+    from consortium.tasks.registry import load_task_set
+
+    config = load_pool(pool)
+    task_set = load_task_set(tasks)
+    coordinators: list[Coordinator] = []
+    for name in policy or [*(f"single:{m}" for m in config.names), "random"]:
+        if name == "random":
+            coordinators.append(RandomRouter(config.names, seed))
+        elif name.startswith("single:"):
+            coordinators.append(SingleModel(config.get(name.removeprefix("single:")).name))
+        else:
+            raise ConsortiumError(f"--policy {name!r}: expected single:NAME or random")
+    store = TraceStore(traces)
+    run_id = store.start_run("eval", pool=str(pool), config={"tasks": tasks})
+
+    async def go() -> EvalReport:
+        async with Pool(config) as members:
+            caller = Caller(members, store, run_id)
+            summaries = await evaluate_policies(
+                coordinators, task_set.tasks, task_set.grader, caller, concurrency=concurrency
+            )
+        datasets = list(dict.fromkeys(t.dataset for t in task_set.tasks))
+        return EvalReport(
+            pool=f"{pool} ({task_set.description})",
+            tasks=tasks,
+            datasets=datasets,
+            summaries=summaries,
+            groups={"all": datasets},
+            run_id=run_id,
+        )
+
+    report = asyncio.run(go())
+    store.finish_run(run_id, "finished")
+    console.print(to_rich(report))
+    if json_out:
+        json_out.write_text(json.dumps(to_json(report), indent=2))
+    if markdown:
+        markdown.write_text(to_markdown(report))
+
+
+@app.command()
+def demo(
+    data: Annotated[
+        Path,
+        typer.Option(
+            "--data", envvar="CONSORTIUM_REPLAY_DATA", help="The recorded data folder (routerdc)."
+        ),
+    ],
+    limit: Annotated[int, typer.Option(help="Questions per dataset (0: all).")] = 200,
+    seed: Annotated[int, typer.Option(help="Seed of sampling and replay.")] = 0,
+    out: Annotated[Path, typer.Option(help="Markdown report.")] = Path("reports/demo.md"),
+    traces: TracesOption = DEFAULT_TRACES,
+) -> None:
+    """The main job on the replay pool: every single model, a random router and the oracle."""
+    from consortium.demo import run_demo
+
+    run_demo(data, traces=traces, out=out, limit=limit or None, seed=seed, console=console)
+
+
+@traces_app.command("list")
+def traces_list(traces: TracesOption = DEFAULT_TRACES) -> None:
+    """The runs in the trace store, newest first."""
+    from consortium.runtime.store import TraceStore
+
+    table = Table()
+    for column in ("run", "kind", "status", "started", "calls", "cost $", "pool"):
+        table.add_column(column)
+    for run in TraceStore(traces).list_runs():
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run["started_at"]))
+        table.add_row(
+            run["run_id"],
+            run["kind"],
+            run["status"],
+            started,
+            str(run["calls"]),
+            f"{run['cost']:.4f}",
+            (run["pool"] or "")[:60],
+        )
+    console.print(table)
+
+
+@traces_app.command("show")
+def traces_show(
+    run: Annotated[str, typer.Argument(help="Run id (see `consortium traces list`).")],
+    limit: Annotated[int, typer.Option(help="Calls to show.")] = 50,
+    traces: TracesOption = DEFAULT_TRACES,
+) -> None:
+    """One run: its calls (task, turn, model, role, tokens, cost, latency, verdict, error)."""
+    from consortium.runtime.store import TraceStore
+
+    store = TraceStore(traces)
+    header = store.run(run)
+    if header is None:
+        raise ConsortiumError(f"no run {run!r} in {traces}")
+    console.print(f"run {run} · {header['kind']} · {header['status']} · pool {header['pool']}")
+    table = Table()
+    for column in (
+        "#",
+        "policy",
+        "task",
+        "turn",
+        "model",
+        "role",
+        "tokens",
+        "cost $",
+        "latency s",
+        "verdict",
+        "answer / error",
+    ):
+        table.add_column(column)
+    for shown, call in enumerate(store.iter_calls(run)):
+        if shown >= limit:
+            break
+        text = call["error"] or (call["response"] or "")
+        table.add_row(
+            str(call["id"]),
+            call["policy"] or "",
+            call["task_id"] or "",
+            str(call["turn"]),
+            call["model"],
+            call["role"] or "",
+            str((call["prompt_tokens"] or 0) + (call["completion_tokens"] or 0)),
+            f"{call['cost'] or 0:.6f}",
+            f"{call['latency'] or 0:.3f}",
+            call["verdict"] or "",
+            text[:80].replace("\n", " "),
+        )
+    console.print(table)
+
+
+@traces_app.command("export")
+def traces_export(
+    run: Annotated[str, typer.Argument(help="Run id.")],
+    jsonl: Annotated[bool, typer.Option("--jsonl", help="One JSON object per call.")] = True,
+    out: Annotated[Path | None, typer.Option(help="File to write (default: stdout).")] = None,
+    traces: TracesOption = DEFAULT_TRACES,
+) -> None:
+    """Every call of a run as JSON lines (messages included)."""
+    from consortium.runtime.store import TraceStore
+
+    store = TraceStore(traces)
+    if store.run(run) is None:
+        raise ConsortiumError(f"no run {run!r} in {traces}")
+    handle = out.open("w", encoding="utf-8") if out else sys.stdout
+    try:
+        for call in store.iter_calls(run):
+            call["messages"] = json.loads(call["messages"])
+            handle.write(json.dumps(call, ensure_ascii=False) + "\n")
+    finally:
+        if out:
+            handle.close()
+
+
+def main() -> None:
+    try:
+        app()
+    except ConsortiumError as error:
+        err_console.print(f"[red]error:[/red] {error}", highlight=False)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        err_console.print("interrupted; finished calls are in the trace store")
+        sys.exit(130)

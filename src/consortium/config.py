@@ -1,0 +1,142 @@
+"""Pool configuration: a TOML file listing the models a consortium may call.
+
+```toml
+[[models]]
+name = "gpt-4o"                     # how Consortium refers to it
+base_url = "https://api.openai.com/v1"
+model = "gpt-4o-2024-08-06"         # the id sent to the endpoint
+api_key_env = "OPENAI_API_KEY"      # the key is read from this variable; never stored
+price_in = 2.5                      # USD per million input tokens
+price_out = 10.0                    # USD per million output tokens
+max_concurrency = 8
+timeout = 60.0
+strengths = "strong at code and math"
+```
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, model_validator
+
+from consortium.errors import ConfigError, UnknownModelError
+
+
+class ModelConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    base_url: HttpUrl
+    model: str = Field(min_length=1)
+    api_key_env: str | None = None
+    price_in: float = Field(default=0.0, ge=0)
+    price_out: float = Field(default=0.0, ge=0)
+    max_concurrency: int = Field(default=8, ge=1)
+    timeout: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=3, ge=0)
+    max_tokens: int = Field(default=1024, ge=1)
+    strengths: str | None = None
+
+    def api_key(self) -> str:
+        """The key from the environment; a clear error when the variable is missing."""
+        if self.api_key_env is None:
+            return "not-needed"
+        value = os.environ.get(self.api_key_env)
+        if not value:
+            raise ConfigError(
+                f"model {self.name!r}: environment variable {self.api_key_env} is not set "
+                "(it holds the API key; set it or remove api_key_env for keyless endpoints)"
+            )
+        return value
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.price_in + completion_tokens * self.price_out) / 1e6
+
+
+class PoolConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    models: list[ModelConfig] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> PoolConfig:
+        seen: set[str] = set()
+        for entry in self.models:
+            if entry.name in seen:
+                raise ValueError(f"model name {entry.name!r} appears twice")
+            seen.add(entry.name)
+        return self
+
+    @property
+    def names(self) -> list[str]:
+        return [m.name for m in self.models]
+
+    def get(self, name: str) -> ModelConfig:
+        for entry in self.models:
+            if entry.name == name:
+                return entry
+        raise UnknownModelError(name, self.names)
+
+
+def _describe(error: ValidationError, data: dict[str, object]) -> str:
+    first = error.errors()[0]
+    loc = list(first["loc"])
+    parts: list[str] = []
+    models = data.get("models")
+    for i, key in enumerate(loc):
+        if key == "models" and i + 1 < len(loc) and isinstance(loc[i + 1], int):
+            index = loc[i + 1]
+            assert isinstance(index, int)
+            label = f"models[{index}]"
+            if isinstance(models, list) and index < len(models) and isinstance(models[index], dict):
+                label += f" ({models[index].get('name', '?')})"
+            parts.append(label)
+        elif isinstance(key, int) and i > 0 and loc[i - 1] == "models":
+            continue
+        else:
+            parts.append(str(key))
+    where = ".".join(parts) or "file"
+    return f"{where}: {first['msg']}"
+
+
+def parse_pool(data: dict[str, object], source: str = "pool") -> PoolConfig:
+    try:
+        return PoolConfig.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError(f"{source}: {_describe(error, data)}") from None
+
+
+def load_pool(path: str | Path) -> PoolConfig:
+    """Read and validate a pool file; every problem becomes one ConfigError naming the field."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"pool file not found: {path}") from None
+    except OSError as error:
+        raise ConfigError(f"cannot read pool file {path}: {error.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: invalid TOML: {error}") from None
+    return parse_pool(data, str(path))
+
+
+def dump_pool(pool: PoolConfig) -> str:
+    """TOML text of a pool, for `replay serve --write-pool`."""
+    lines: list[str] = []
+    for entry in pool.models:
+        lines.append("[[models]]")
+        for key, value in entry.model_dump(exclude_none=True).items():
+            if isinstance(value, str) or key == "base_url":
+                escaped = str(value).replace("\\", "\\\\").replace('"', '\\"')
+                lines.append(f'{key} = "{escaped}"')
+            else:
+                lines.append(f"{key} = {value}")
+        lines.append("")
+    return "\n".join(lines)

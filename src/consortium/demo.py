@@ -1,0 +1,138 @@
+"""The main job on the embedded default: the replay pool, every single model, a random router and
+the per-question-best oracle on the recorded test splits, as one table per recorded source."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from consortium.coord.base import Coordinator
+from consortium.coord.baselines import RandomRouter, SingleModel
+from consortium.evaluate import ORACLE, EvalReport, evaluate_policies, recorded_expectation
+from consortium.pool import Pool
+from consortium.replay.data import ReplayData, Source, load_replay
+from consortium.replay.launch import ReplayServerProcess
+from consortium.replay.pool import replay_pool, short_name
+from consortium.report import to_markdown, to_rich
+from consortium.runtime.caller import Caller
+from consortium.runtime.store import TraceStore
+from consortium.tasks.replay import ID_DATASETS, OOD_DATASETS, ReplayGrader, load_replay_tasks
+
+SECTIONS: dict[Source, tuple[list[str], dict[str, list[str]]]] = {
+    "split2": (
+        [*ID_DATASETS, *OOD_DATASETS],
+        {"ID": list(ID_DATASETS), "OOD": list(OOD_DATASETS)},
+    ),
+    "routerbench": (
+        ["rb_arc_challenge", "rb_mbpp", "rb_winogrande"],
+        {"all": ["rb_arc_challenge", "rb_mbpp", "rb_winogrande"]},
+    ),
+}
+
+
+async def demo_section(
+    data: ReplayData,
+    source: Source,
+    base_url: str,
+    store: TraceStore,
+    *,
+    limit: int | None,
+    seed: int,
+    concurrency: int,
+    progress: Progress,
+) -> EvalReport:
+    datasets, groups = SECTIONS[source]
+    task_set = load_replay_tasks(
+        data, source=source, datasets=datasets, split="test", limit=limit, seed=seed
+    )
+    models = data.models[source]
+    config = replay_pool(data, base_url, models, max_concurrency=concurrency)
+    policies: list[Coordinator] = [SingleModel(short_name(m)) for m in models]
+    policies.append(RandomRouter([short_name(m) for m in models], seed=seed))
+    description = data.description(source)
+    run_id = store.start_run(
+        "demo", pool=description, config={"source": source, "limit": limit, "seed": seed}
+    )
+    bar = progress.add_task(
+        f"{source}: {len(policies)} policies", total=len(task_set.tasks) * len(policies)
+    )
+    async with Pool(config) as pool:
+        caller = Caller(pool, store, run_id)
+        summaries = await evaluate_policies(
+            policies,
+            task_set.tasks,
+            ReplayGrader(),
+            caller,
+            concurrency=concurrency,
+            on_done=lambda _result: progress.advance(bar),
+        )
+    recorded = {
+        (ORACLE if model == ORACLE else f"single:{short_name(model)}"): values
+        for model, values in recorded_expectation(task_set.tasks).items()
+    }
+    store.finish_run(run_id, "finished", {"policies": [s.policy for s in summaries]})
+    limit_text = f"a seeded sample of {limit} per dataset" if limit else "all questions"
+    return EvalReport(
+        pool=description,
+        tasks=f"{source} test splits of {', '.join(datasets)} ({limit_text}, seed {seed})",
+        datasets=datasets,
+        summaries=summaries,
+        groups=groups,
+        recorded=recorded,
+        run_id=run_id,
+    )
+
+
+def run_demo(
+    data_dir: Path,
+    *,
+    traces: str,
+    out: Path | None,
+    limit: int | None = 200,
+    seed: int = 0,
+    concurrency: int = 64,
+    console: Console | None = None,
+) -> list[EvalReport]:
+    console = console or Console()
+    data = load_replay(data_dir)
+    store = TraceStore(traces)
+    reports: list[EvalReport] = []
+    with ReplayServerProcess(data_dir, "--seed", str(seed)) as server:
+        console.print(f"replay server on {server.base_url}")
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+        ) as progress:
+            for source in SECTIONS:
+                if source not in data.models:
+                    continue
+                reports.append(
+                    asyncio.run(
+                        demo_section(
+                            data,
+                            source,
+                            server.base_url,
+                            store,
+                            limit=limit,
+                            seed=seed,
+                            concurrency=concurrency,
+                            progress=progress,
+                        )
+                    )
+                )
+    for report in reports:
+        console.print(to_rich(report, title=report.tasks))
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        text = "# Consortium demo\n\nMade by `make demo` (`consortium demo`).\n\n"
+        text += "\n".join(f"## {r.tasks}\n\n{to_markdown(r)}" for r in reports)
+        out.write_text(text, encoding="utf-8")
+        console.print(f"wrote {out}")
+    store.close()
+    return reports

@@ -1,0 +1,35 @@
+"""Errors a user can act on: one clear message each, printed by the CLI without a traceback."""
+
+
+class ConsortiumError(Exception):
+    """Base class of every error Consortium raises on purpose."""
+
+
+class ConfigError(ConsortiumError):
+    """A pool, run or task configuration is malformed or incomplete."""
+
+
+class UnknownModelError(ConsortiumError):
+    """A model name is not in the pool."""
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        shown = ", ".join(known[:12]) + (" …" if len(known) > 12 else "")
+        super().__init__(f"unknown model {name!r}; the pool has: {shown}")
+        self.name = name
+
+
+class AgentError(ConsortiumError):
+    """A backend call failed after its retries (HTTP error, timeout, bad response)."""
+
+    def __init__(self, model: str, message: str, *, status: int | None = None) -> None:
+        super().__init__(f"model {model!r}: {message}")
+        self.model = model
+        self.status = status
+
+
+class BudgetExceeded(ConsortiumError):
+    """A call was refused before it was made because it could exceed a cap."""
+
+
+class TaskSpecError(ConsortiumError):
+    """A --tasks spec string cannot be understood."""

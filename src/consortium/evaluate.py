@@ -1,0 +1,210 @@
+"""Run policies over a task set, grade every answer, and summarise per dataset.
+
+Results are written to the trace store as each task completes, so an interrupted evaluation keeps
+everything it finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from consortium.coord.base import Coordinator
+from consortium.errors import AgentError, BudgetExceeded
+from consortium.runtime.budget import Limits
+from consortium.runtime.caller import Caller
+from consortium.runtime.store import ResultRecord
+from consortium.tasks.base import Grade, Grader, Task
+
+ORACLE = "oracle (per-question best)"
+
+
+@dataclass
+class TaskResult:
+    policy: str
+    task: Task
+    answer: str | None
+    grade: Grade
+    calls: int
+    tokens: int
+    cost: float
+    error: str | None = None
+
+
+@dataclass
+class PolicySummary:
+    policy: str
+    accuracy: dict[str, float]
+    """Per dataset, fraction of tasks graded correct."""
+    tasks: int
+    calls: int
+    tokens: int
+    cost: float
+    errors: int
+    datasets: list[str] = field(default_factory=list)
+
+    def mean(self, datasets: Sequence[str]) -> float | None:
+        values = [self.accuracy[d] for d in datasets if d in self.accuracy]
+        return sum(values) / len(values) if values else None
+
+
+async def run_policy(
+    coordinator: Coordinator,
+    tasks: Sequence[Task],
+    grader: Grader,
+    caller: Caller,
+    *,
+    concurrency: int = 32,
+    task_limits: Limits | None = None,
+    on_done: Callable[[TaskResult], None] | None = None,
+) -> list[TaskResult]:
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(task: Task) -> TaskResult:
+        async with gate:
+            task_caller = caller.for_task(task.id, coordinator.name, task_limits)
+            answer: str | None = None
+            error: str | None = None
+            try:
+                answer = (await coordinator.run(task, task_caller)).answer
+                grade = grader.grade(task, answer)
+            except (AgentError, BudgetExceeded) as failure:
+                error = str(failure)
+                grade = Grade(False, 0.0, f"no answer: {error}")
+            budget = task_caller.budget
+            result = TaskResult(
+                coordinator.name,
+                task,
+                answer,
+                grade,
+                budget.calls,
+                budget.tokens,
+                budget.cost,
+                error,
+            )
+            caller.store.record_result(
+                ResultRecord(
+                    run_id=caller.run_id,
+                    policy=coordinator.name,
+                    task_id=task.id,
+                    dataset=task.dataset,
+                    answer=answer,
+                    correct=grade.correct,
+                    score=grade.score,
+                    detail=grade.detail,
+                    calls=result.calls,
+                    tokens=result.tokens,
+                    cost=result.cost,
+                    error=error,
+                )
+            )
+            if on_done is not None:
+                on_done(result)
+            return result
+
+    return list(await asyncio.gather(*(one(task) for task in tasks)))
+
+
+def summarise(policy: str, results: Sequence[TaskResult]) -> PolicySummary:
+    by_dataset: dict[str, list[bool]] = defaultdict(list)
+    for result in results:
+        by_dataset[result.task.dataset].append(result.grade.correct)
+    return PolicySummary(
+        policy=policy,
+        accuracy={d: sum(v) / len(v) for d, v in by_dataset.items()},
+        tasks=len(results),
+        calls=sum(r.calls for r in results),
+        tokens=sum(r.tokens for r in results),
+        cost=sum(r.cost for r in results),
+        errors=sum(r.error is not None for r in results),
+        datasets=list(by_dataset),
+    )
+
+
+def oracle_summary(per_policy: Mapping[str, Sequence[TaskResult]]) -> PolicySummary:
+    """Per-question best: a task counts as solved when any of the policies solved it.
+
+    Its calls, tokens and cost are those of running every policy, the price of knowing the best.
+    """
+    solved: dict[str, bool] = {}
+    tasks: dict[str, Task] = {}
+    for results in per_policy.values():
+        for result in results:
+            tasks[result.task.id] = result.task
+            solved[result.task.id] = solved.get(result.task.id, False) or result.grade.correct
+    merged = [
+        TaskResult(ORACLE, task, None, Grade(solved[task_id], float(solved[task_id])), 0, 0, 0.0)
+        for task_id, task in tasks.items()
+    ]
+    summary = summarise(ORACLE, merged)
+    everything = [r for results in per_policy.values() for r in results]
+    summary.calls = sum(r.calls for r in everything)
+    summary.tokens = sum(r.tokens for r in everything)
+    summary.cost = sum(r.cost for r in everything)
+    return summary
+
+
+def recorded_expectation(tasks: Sequence[Task]) -> dict[str, dict[str, float]]:
+    """What the recorded data say each model (and the best of them) scores on `tasks`.
+
+    Returns {recorded model id: {dataset: mean probability of a right answer}}, from the metadata
+    `p_correct` that replay task sets carry. The oracle is the mean of the best probability.
+    """
+    sums: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    counts: dict[str, int] = defaultdict(int)
+    for task in tasks:
+        p_correct: dict[str, float] = task.meta["p_correct"]
+        counts[task.dataset] += 1
+        for model, p in p_correct.items():
+            sums[model][task.dataset] += p
+        sums[ORACLE][task.dataset] += max(p_correct.values())
+    return {
+        policy: {d: total / counts[d] for d, total in per_dataset.items()}
+        for policy, per_dataset in sums.items()
+    }
+
+
+@dataclass
+class EvalReport:
+    pool: str
+    """Which pool the figures come from (e.g. "replay of recorded outcomes (…files…)")."""
+    tasks: str
+    datasets: list[str]
+    summaries: list[PolicySummary]
+    groups: dict[str, list[str]] = field(default_factory=dict)
+    """Named dataset groups whose mean is shown, e.g. {"ID": [...], "OOD": [...]}."""
+    recorded: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Per policy and dataset, what the recorded data predict (replay pools only)."""
+    run_id: str = ""
+
+
+async def evaluate_policies(
+    coordinators: Sequence[Coordinator],
+    tasks: Sequence[Task],
+    grader: Grader,
+    caller: Caller,
+    *,
+    concurrency: int = 32,
+    task_limits: Limits | None = None,
+    with_oracle: bool = True,
+    on_done: Callable[[TaskResult], None] | None = None,
+) -> list[PolicySummary]:
+    """Each policy over all tasks, in turn; then the oracle over the single-model policies."""
+    per_policy: dict[str, list[TaskResult]] = {}
+    for coordinator in coordinators:
+        per_policy[coordinator.name] = await run_policy(
+            coordinator,
+            tasks,
+            grader,
+            caller,
+            concurrency=concurrency,
+            task_limits=task_limits,
+            on_done=on_done,
+        )
+    summaries = [summarise(name, results) for name, results in per_policy.items()]
+    singles = {name: r for name, r in per_policy.items() if name.startswith("single:")}
+    if with_oracle and len(singles) > 1:
+        summaries.append(oracle_summary(singles))
+    return summaries

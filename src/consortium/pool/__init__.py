@@ -1,0 +1,42 @@
+"""The workers: one `Agent` protocol, and a `Pool` that builds an agent per configured model."""
+
+from __future__ import annotations
+
+from consortium.config import ModelConfig, PoolConfig
+from consortium.errors import UnknownModelError
+from consortium.pool.base import Agent
+from consortium.pool.openai import OpenAIAgent
+
+
+class Pool:
+    """The agents of a pool configuration, by name."""
+
+    def __init__(self, config: PoolConfig, agents: dict[str, Agent] | None = None) -> None:
+        self.config = config
+        self.agents: dict[str, Agent] = agents or {m.name: OpenAIAgent(m) for m in config.models}
+
+    @property
+    def names(self) -> list[str]:
+        return self.config.names
+
+    def agent(self, name: str) -> Agent:
+        try:
+            return self.agents[name]
+        except KeyError:
+            raise UnknownModelError(name, self.names) from None
+
+    def model(self, name: str) -> ModelConfig:
+        return self.config.get(name)
+
+    async def aclose(self) -> None:
+        for agent in self.agents.values():
+            await agent.aclose()
+
+    async def __aenter__(self) -> Pool:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+__all__ = ["Agent", "OpenAIAgent", "Pool"]

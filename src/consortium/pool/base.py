@@ -1,0 +1,23 @@
+"""The one interface every backend implements."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from consortium.types import Completion, Message
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """A model that answers chat messages. Implementations own retries, timeouts and concurrency."""
+
+    name: str
+
+    async def chat(self, messages: Sequence[Message], **params: Any) -> Completion:
+        """Answer `messages`; raise `AgentError` once the backend's retries are spent."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...

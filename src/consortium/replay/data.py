@@ -1,0 +1,248 @@
+"""Recorded outcomes of real models (the RouterDC data folder), loaded into one index.
+
+Two sources, each a subfolder of the data directory:
+
+- ``split2_model7``: per-question scores of 7 open 7–8B models. Sampled datasets (GSM8K, HumanEval,
+  MBPP, JavaScript: 10 samples; MATH prealgebra: 1) record the fraction of correct samples, which
+  is replayed as the probability of a correct answer. Multiple-choice datasets (MMLU, CMMLU, C-Eval,
+  ARC) are scored by log-likelihood: ``score > 0`` exactly when the model's argmax option is right,
+  so the replayed answer is right with probability 1 when ``score > 0`` and 0 otherwise.
+- ``routerbench_zs``: the real response texts of 11 models with 0/1 correctness; replay returns the
+  recorded text and grades it by the recorded correctness (empty cells count as wrong).
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import hashlib
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from consortium.errors import ConfigError
+
+Source = Literal["split2", "routerbench"]
+SOURCES: tuple[Source, ...] = ("split2", "routerbench")
+_FOLDERS: dict[Source, str] = {"split2": "split2_model7", "routerbench": "routerbench_zs"}
+Kind = Literal["sampled", "choice"]
+
+# file name -> (dataset, split, kind)
+SPLIT2_FILES: dict[str, tuple[str, str, Kind]] = {
+    "gsm8k-train.json": ("gsm8k", "train", "sampled"),
+    "gsm8k-test.json": ("gsm8k", "test", "sampled"),
+    "humaneval_train.json": ("humaneval", "train", "sampled"),
+    "humaneval_test.json": ("humaneval", "test", "sampled"),
+    "mmlu_train.json": ("mmlu", "train", "choice"),
+    "mmlu_test.json": ("mmlu", "test", "choice"),
+    "cmmlu_train.json": ("cmmlu", "train", "choice"),
+    "cmmlu_test.json": ("cmmlu", "test", "choice"),
+    "arc_challenge_train.json": ("arc_challenge", "train", "choice"),
+    "arc_challenge_test.json": ("arc_challenge", "test", "choice"),
+    "arc_easy_train.json": ("arc_easy", "train", "choice"),
+    "arc_easy_test.json": ("arc_easy", "test", "choice"),
+    "MATH_prealgebra.json": ("math_prealgebra", "test", "sampled"),
+    "mbpp.json": ("mbpp", "test", "sampled"),
+    "ceval.json": ("ceval", "test", "choice"),
+    "javascript.json": ("javascript", "test", "sampled"),
+}
+ROUTERBENCH_FILES: dict[str, tuple[str, str]] = {
+    f"{name}_{split}.csv": (f"rb_{dataset}", split)
+    for name, dataset in (
+        ("arc_challenge", "arc_challenge"),
+        ("mbpp", "mbpp"),
+        ("winograde", "winogrande"),
+    )
+    for split in ("train", "test")
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayRecord:
+    """One recorded question and how each model did on it."""
+
+    source: Source
+    dataset: str
+    split: str
+    index: int
+    question: str
+    p_correct: dict[str, float]
+    """Probability that a replayed answer of each model is right (see module docstring)."""
+    responses: dict[str, str] | None = None
+    costs: dict[str, float] | None = None
+
+    @property
+    def id(self) -> str:
+        return f"{self.source}/{self.dataset}/{self.split}/{self.index}"
+
+
+@dataclass
+class ReplayData:
+    records: list[ReplayRecord]
+    files: list[str]
+    """The data files loaded, relative to the data directory, for reports."""
+    duplicates_dropped: int = 0
+    by_question: dict[str, list[ReplayRecord]] = field(default_factory=dict)
+    models: dict[Source, list[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for record in self.records:
+            self.by_question.setdefault(record.question.strip(), []).append(record)
+            names = self.models.setdefault(record.source, [])
+            for model in record.p_correct:
+                if model not in names:
+                    names.append(model)
+
+    @property
+    def all_models(self) -> list[str]:
+        return [m for source in SOURCES for m in self.models.get(source, [])]
+
+    def lookup(self, question: str, model: str) -> ReplayRecord | None:
+        for record in self.by_question.get(question.strip(), ()):
+            if model in record.p_correct:
+                return record
+        return None
+
+    def select(
+        self,
+        source: Source | None = None,
+        datasets: Iterable[str] | None = None,
+        split: str | None = None,
+    ) -> list[ReplayRecord]:
+        wanted = set(datasets) if datasets is not None else None
+        return [
+            r
+            for r in self.records
+            if (source is None or r.source == source)
+            and (wanted is None or r.dataset in wanted)
+            and (split is None or r.split == split)
+        ]
+
+    def description(self, source: Source | None = None) -> str:
+        """Names the pool and its files, e.g. `replay of recorded outcomes (routerdc/…: a, b)`."""
+        folders: dict[str, list[str]] = {}
+        for path in self.files:
+            folder, _, name = path.rpartition("/")
+            if source is None or folder.endswith(_FOLDERS[source]):
+                folders.setdefault(folder, []).append(name)
+        listed = "; ".join(f"{folder}/: {', '.join(names)}" for folder, names in folders.items())
+        return f"replay of recorded outcomes ({listed})"
+
+
+def load_replay(data_dir: str | Path, sources: Sequence[Source] = SOURCES) -> ReplayData:
+    """Load the recorded outcomes under `data_dir` (the `routerdc` folder)."""
+    root = Path(data_dir)
+    if not root.is_dir():
+        raise ConfigError(f"replay data folder not found: {root}")
+    records: list[ReplayRecord] = []
+    files: list[str] = []
+    for source in sources:
+        if source == "split2":
+            loaded, used = _load_split2(root / _FOLDERS[source])
+        elif source == "routerbench":
+            loaded, used = _load_routerbench(root / _FOLDERS[source])
+        else:
+            raise ConfigError(f"unknown replay source {source!r}; known: {', '.join(SOURCES)}")
+        records += loaded
+        files += [f"{root.name}/{name}" for name in used]
+    if not records:
+        raise ConfigError(
+            f"no recorded outcomes found under {root} (expected {', '.join(SOURCES)})"
+        )
+    kept = _drop_duplicates(records)
+    return ReplayData(kept, files, duplicates_dropped=len(records) - len(kept))
+
+
+def _drop_duplicates(records: list[ReplayRecord]) -> list[ReplayRecord]:
+    """One record per (source, question text): a test record wins over a train one, else the first.
+
+    The benchmarks repeat a few questions (MMLU, ARC, C-Eval, MBPP), sometimes with different
+    recorded outcomes; a server that finds questions by their text can answer only one of them, and
+    dropping the train copy of a test question also keeps test questions out of training.
+    """
+    chosen: dict[tuple[str, str], ReplayRecord] = {}
+    for record in sorted(records, key=lambda r: r.split != "test"):
+        chosen.setdefault((record.source, record.question.strip()), record)
+    keep = {id(r) for r in chosen.values()}
+    return [r for r in records if id(r) in keep]
+
+
+def _load_split2(folder: Path) -> tuple[list[ReplayRecord], list[str]]:
+    records: list[ReplayRecord] = []
+    used: list[str] = []
+    if not folder.is_dir():
+        return records, used
+    for name, (dataset, split, kind) in SPLIT2_FILES.items():
+        path = folder / name
+        if not path.exists():
+            continue
+        try:
+            rows = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise ConfigError(f"{path}: not valid JSON ({error})") from None
+        for index, row in enumerate(rows):
+            scores: dict[str, float] = row["scores"]
+            p_correct = {
+                model: (float(s) if kind == "sampled" else float(s > 0))
+                for model, s in scores.items()
+            }
+            records.append(
+                ReplayRecord("split2", dataset, split, index, row["question"], p_correct)
+            )
+        used.append(f"split2_model7/{name}")
+    return records, used
+
+
+def _literal_text(cell: str) -> str:
+    """RouterBench stores prompts and responses as Python list literals of strings."""
+    try:
+        value = ast.literal_eval(cell)
+    except (ValueError, SyntaxError):
+        return cell
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "\n".join(value)
+    return cell
+
+
+def _load_routerbench(folder: Path) -> tuple[list[ReplayRecord], list[str]]:
+    records: list[ReplayRecord] = []
+    used: list[str] = []
+    if not folder.is_dir():
+        return records, used
+    csv.field_size_limit(sys.maxsize)
+    for name, (dataset, split) in ROUTERBENCH_FILES.items():
+        path = folder / name
+        if not path.exists():
+            continue
+        with path.open(newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            fields = reader.fieldnames or []
+            models = [f.split("|")[0] for f in fields if f.endswith("|model_response")]
+            for index, row in enumerate(reader):
+                p_correct = {
+                    m: 1.0 if row.get(m, "").strip() in ("1", "1.0") else 0.0 for m in models
+                }
+                responses = {m: _literal_text(row[f"{m}|model_response"]) for m in models}
+                costs = {m: float(row.get(f"{m}|total_cost") or 0.0) for m in models}
+                records.append(
+                    ReplayRecord(
+                        "routerbench",
+                        dataset,
+                        split,
+                        index,
+                        _literal_text(row["prompt"]),
+                        p_correct,
+                        responses,
+                        costs,
+                    )
+                )
+        used.append(f"routerbench_zs/{name}")
+    return records, used
+
+
+def reference_token(question: str) -> str:
+    """The replay's stand-in for a right answer to a question that has no recorded reference."""
+    return "R" + hashlib.blake2b(question.strip().encode(), digest_size=5).hexdigest()

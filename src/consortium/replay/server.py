@@ -1,0 +1,252 @@
+"""A real OpenAI-compatible HTTP server whose models are the recorded ones.
+
+`/v1/models` lists them; `/v1/chat/completions` finds the recorded question in the messages and
+answers as `consortium.replay.behaviour` describes. A question that was not recorded for the model
+gets HTTP 404 with code `question_not_recorded`, never an invented answer.
+
+Declared test knobs: a latency model (base seconds + seconds per output token) and seeded fault
+injection (HTTP errors and hangs), decided per request key and attempt so that retries can succeed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from consortium.replay.behaviour import Coupling, replay_answer, uniform
+from consortium.replay.data import ReplayData, ReplayRecord
+from consortium.tokens import estimate_tokens
+
+PREFIX_LEN = 32
+
+
+@dataclass(frozen=True)
+class LatencyModel:
+    base_seconds: float = 0.0
+    seconds_per_token: float = 0.0
+
+    def delay(self, completion_tokens: int) -> float:
+        return self.base_seconds + self.seconds_per_token * completion_tokens
+
+
+@dataclass(frozen=True)
+class FaultConfig:
+    error_rate: float = 0.0
+    error_codes: tuple[int, ...] = (500, 503, 429)
+    timeout_rate: float = 0.0
+    hang_seconds: float = 30.0
+    seed: int = 0
+
+    @property
+    def active(self) -> bool:
+        return self.error_rate > 0 or self.timeout_rate > 0
+
+
+@dataclass
+class ServerStats:
+    requests: int = 0
+    answered: int = 0
+    faults: Counter[str] = field(default_factory=Counter)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"requests": self.requests, "answered": self.answered, "faults": dict(self.faults)}
+
+
+def _error(status: int, message: str, code: str, headers: dict[str, str] | None = None) -> Response:
+    body = {"error": {"message": message, "type": "replay_error", "code": code}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""
+
+
+class ReplayApp:
+    def __init__(
+        self,
+        data: ReplayData,
+        *,
+        seed: int = 0,
+        coupling: Coupling = "shared",
+        latency: LatencyModel | None = None,
+        faults: FaultConfig | None = None,
+    ) -> None:
+        self.data = data
+        self.seed = seed
+        self.coupling: Coupling = coupling
+        self.latency = latency or LatencyModel()
+        self.faults = faults or FaultConfig()
+        self.stats = ServerStats()
+        self._attempts: Counter[tuple[str, str, int]] = Counter()
+        self._models = set(data.all_models)
+        self._by_prefix: dict[str, list[str]] = {}
+        for question in data.by_question:
+            if len(question) >= PREFIX_LEN:
+                self._by_prefix.setdefault(question[:PREFIX_LEN], []).append(question)
+        self.app = Starlette(
+            routes=[
+                Route("/v1/models", self.list_models, methods=["GET"]),
+                Route("/v1/chat/completions", self.chat, methods=["POST"]),
+                Route("/replay/stats", self.get_stats, methods=["GET"]),
+            ]
+        )
+
+    def find(self, messages: list[Any], model: str) -> ReplayRecord | None:
+        """The recorded question in `messages`: a whole message first, else one inside one."""
+        texts = [_content_text(m.get("content")) for m in messages if isinstance(m, dict)]
+        for text in texts:
+            record = self.data.lookup(text, model)
+            if record is not None:
+                return record
+        for text in texts:
+            for start in range(len(text) - PREFIX_LEN + 1):
+                for question in self._by_prefix.get(text[start : start + PREFIX_LEN], ()):
+                    if text.startswith(question, start):
+                        record = self.data.lookup(question, model)
+                        if record is not None:
+                            return record
+        return None
+
+    async def list_models(self, request: Request) -> Response:
+        created = int(time.time())
+        data = [
+            {"id": m, "object": "model", "created": created, "owned_by": "replay"}
+            for m in self.data.all_models
+        ]
+        return JSONResponse({"object": "list", "data": data})
+
+    async def get_stats(self, request: Request) -> Response:
+        return JSONResponse(self.stats.as_dict())
+
+    def _decide_fault(self, key: tuple[str, str, int]) -> int | str | None:
+        """An HTTP status to fail with, "hang" to stall past the client's timeout, or None."""
+        if not self.faults.active:
+            return None
+        attempt = self._attempts[key]
+        self._attempts[key] += 1
+        draw = uniform("fault", self.faults.seed, *key, attempt)
+        if draw < self.faults.error_rate:
+            codes = self.faults.error_codes
+            return codes[int(uniform("code", self.faults.seed, *key, attempt) * len(codes))]
+        if draw < self.faults.error_rate + self.faults.timeout_rate:
+            return "hang"
+        return None
+
+    async def chat(self, request: Request) -> Response:
+        self.stats.requests += 1
+        try:
+            body = await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return _error(400, "request body is not valid JSON", "invalid_json")
+        if not isinstance(body, dict):
+            return _error(400, "request body must be a JSON object", "invalid_request")
+        model = body.get("model")
+        messages = body.get("messages")
+        if not isinstance(model, str) or model not in self._models:
+            return _error(404, f"model {model!r} is not a recorded model", "model_not_found")
+        if not isinstance(messages, list) or not messages:
+            return _error(400, "messages must be a non-empty list", "invalid_request")
+        record = self.find(messages, model)
+        if record is None:
+            return _error(
+                404,
+                f"no recorded outcome of {model} for this question; the replay server answers "
+                "only recorded questions",
+                "question_not_recorded",
+            )
+        sample = body.get("seed") or 0
+        if not isinstance(sample, int):
+            return _error(400, "seed must be an integer", "invalid_request")
+        key = (model, record.id, sample)
+        fault = self._decide_fault(key)
+        if isinstance(fault, int):
+            self.stats.faults[str(fault)] += 1
+            headers = {"retry-after-ms": "20"} if fault == 429 else None
+            return _error(fault, f"injected fault (HTTP {fault})", "injected_fault", headers)
+        if fault == "hang":
+            self.stats.faults["timeout"] += 1
+            await asyncio.sleep(self.faults.hang_seconds)
+        answer = replay_answer(record, model, sample=sample, seed=self.seed, coupling=self.coupling)
+        text, finish = answer.text, "stop"
+        max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
+        if isinstance(max_tokens, int) and estimate_tokens(text) > max_tokens:
+            text, finish = text[: max_tokens * 4], "length"
+        prompt_tokens = sum(
+            estimate_tokens(_content_text(m.get("content")))
+            for m in messages
+            if isinstance(m, dict)
+        )
+        completion_tokens = estimate_tokens(text)
+        delay = self.latency.delay(completion_tokens)
+        if delay > 0:
+            await asyncio.sleep(delay)
+        self.stats.answered += 1
+        completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+        if body.get("stream"):
+            return StreamingResponse(
+                _stream(completion_id, model, text, finish, usage), media_type="text/event-stream"
+            )
+        return JSONResponse(
+            {
+                "id": completion_id,
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": finish,
+                    }
+                ],
+                "usage": usage,
+            }
+        )
+
+
+async def _stream(
+    completion_id: str, model: str, text: str, finish: str, usage: dict[str, int]
+) -> AsyncIterator[str]:
+    created = int(time.time())
+
+    def chunk(delta: dict[str, str], reason: str | None, with_usage: bool = False) -> str:
+        payload: dict[str, Any] = {
+            "id": completion_id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": reason}],
+        }
+        if with_usage:
+            payload["usage"] = usage
+        return f"data: {json.dumps(payload)}\n\n"
+
+    yield chunk({"role": "assistant", "content": text}, None)
+    yield chunk({}, finish, with_usage=True)
+    yield "data: [DONE]\n\n"
+
+
+def serve(app: ReplayApp, host: str = "127.0.0.1", port: int = 8765) -> None:
+    import uvicorn
+
+    uvicorn.run(app.app, host=host, port=port, log_level="warning", access_log=False)

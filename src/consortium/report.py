@@ -1,0 +1,88 @@
+"""Evaluation tables as Markdown, rich tables and JSON. Every report names the pool it ran on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from consortium.evaluate import EvalReport, PolicySummary
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
+def _row(report: EvalReport, summary: PolicySummary) -> list[str]:
+    cells = [summary.policy]
+    cells += [_pct(summary.accuracy.get(d)) for d in report.datasets]
+    cells += [_pct(summary.mean(group)) for group in report.groups.values()]
+    if report.recorded:
+        recorded = report.recorded.get(summary.policy)
+        cells.append(_pct(sum(recorded.values()) / len(recorded)) if recorded else "–")
+    per_task = max(summary.tasks, 1)
+    cells += [
+        f"{summary.calls / per_task:.2f}",
+        f"{summary.tokens / per_task:.0f}",
+        f"{summary.cost:.4f}",
+        str(summary.errors),
+    ]
+    return cells
+
+
+def _header(report: EvalReport) -> list[str]:
+    header = ["policy", *report.datasets, *(f"{name} mean" for name in report.groups)]
+    if report.recorded:
+        header.append("recorded mean")
+    return [*header, "calls/task", "tokens/task", "cost $", "errors"]
+
+
+def to_markdown(report: EvalReport) -> str:
+    header = _header(report)
+    lines = [
+        f"Pool: {report.pool}",
+        "",
+        f"Tasks: {report.tasks}",
+        "",
+        "Accuracy in % per dataset; `recorded mean` is the mean over datasets that the recorded "
+        "data predict for the same questions."
+        if report.recorded
+        else "Accuracy in % per dataset.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" for _ in header) + "|",
+    ]
+    lines += ["| " + " | ".join(_row(report, s)) + " |" for s in report.summaries]
+    if report.run_id:
+        lines += ["", f"Traces: run `{report.run_id}` (`consortium traces show {report.run_id}`)."]
+    return "\n".join(lines) + "\n"
+
+
+def to_rich(report: EvalReport, title: str = "") -> Table:
+    table = Table(title=title or None, caption=f"pool: {report.pool}", caption_justify="left")
+    for index, name in enumerate(_header(report)):
+        table.add_column(name, justify="left" if index == 0 else "right")
+    for summary in report.summaries:
+        table.add_row(*_row(report, summary))
+    return table
+
+
+def to_json(report: EvalReport) -> dict[str, Any]:
+    return {
+        "pool": report.pool,
+        "tasks": report.tasks,
+        "run_id": report.run_id,
+        "policies": {
+            s.policy: {
+                "per_dataset": s.accuracy,
+                **{f"{name.lower()}_mean": s.mean(group) for name, group in report.groups.items()},
+                "tasks": s.tasks,
+                "calls": s.calls,
+                "tokens": s.tokens,
+                "cost": s.cost,
+                "errors": s.errors,
+                **({"recorded": report.recorded[s.policy]} if s.policy in report.recorded else {}),
+            }
+            for s in report.summaries
+        },
+    }

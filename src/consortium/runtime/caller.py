@@ -1,0 +1,106 @@
+"""The one way a coordinator calls a model: budget check, cache, the call, the trace row."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from consortium.errors import AgentError
+from consortium.pool import Pool
+from consortium.runtime.budget import Budget, Limits
+from consortium.runtime.cache import ResponseCache, cache_key
+from consortium.runtime.store import CallRecord, TraceStore
+from consortium.tokens import estimate_tokens
+from consortium.types import Completion, Message
+
+
+class Caller:
+    """Shared by all tasks of a run: the pool, the store, the run budget and the cache."""
+
+    def __init__(
+        self,
+        pool: Pool,
+        store: TraceStore,
+        run_id: str,
+        *,
+        budget: Budget | None = None,
+        cache: ResponseCache | None = None,
+    ) -> None:
+        self.pool = pool
+        self.store = store
+        self.run_id = run_id
+        self.budget = budget or Budget(label="run")
+        self.cache = cache
+
+    def for_task(self, task_id: str, policy: str, limits: Limits | None = None) -> TaskCaller:
+        return TaskCaller(self, task_id, policy, self.budget.child(limits, f"task {task_id}"))
+
+
+class TaskCaller:
+    def __init__(self, run: Caller, task_id: str, policy: str, budget: Budget) -> None:
+        self.run = run
+        self.task_id = task_id
+        self.policy = policy
+        self.budget = budget
+
+    async def call(
+        self,
+        model: str,
+        messages: Sequence[Message],
+        *,
+        role: str = "worker",
+        turn: int = 0,
+        verdict_of: Callable[[str], str | None] | None = None,
+        **params: Any,
+    ) -> Completion:
+        """Call `model`; raises BudgetExceeded before the call, AgentError after a failed one."""
+        pool = self.run.pool
+        agent = pool.agent(model)
+        config = pool.model(model)
+        params.setdefault("max_tokens", config.max_tokens)
+        prompt_estimate = sum(estimate_tokens(m["content"]) for m in messages)
+        reservation = self.budget.reserve(
+            prompt_estimate + params["max_tokens"],
+            config.cost(prompt_estimate, params["max_tokens"]),
+        )
+        record = CallRecord(
+            run_id=self.run.run_id,
+            model=model,
+            messages=messages,
+            response=None,
+            policy=self.policy,
+            task_id=self.task_id,
+            turn=turn,
+            role=role,
+        )
+        key = cache_key(config.model, messages, params) if self.run.cache else None
+        completion = self.run.cache.get(key) if self.run.cache and key else None
+        if completion is None:
+            try:
+                completion = await agent.chat(messages, **params)
+            except AgentError as error:
+                self.budget.settle(reservation, 0, 0.0, made=True)
+                record.error = str(error)
+                self.run.store.record_call(record)
+                raise
+            if self.run.cache and key:
+                self.run.cache.put(key, completion)
+        usage = completion.usage
+        cost = (
+            0.0 if completion.cached else config.cost(usage.prompt_tokens, usage.completion_tokens)
+        )
+        self.budget.settle(
+            reservation,
+            0 if completion.cached else usage.total_tokens,
+            cost,
+            made=not completion.cached,
+        )
+        record.response = completion.text
+        record.prompt_tokens = usage.prompt_tokens
+        record.completion_tokens = usage.completion_tokens
+        record.cost = cost
+        record.latency = completion.latency
+        record.cached = completion.cached
+        record.verdict = verdict_of(completion.text) if verdict_of else None
+        self.run.store.record_call(record)
+        return completion

@@ -1,0 +1,234 @@
+"""The trace store: every call, written as it completes. SQLite (WAL) by default, or any
+SQLAlchemy URL.
+
+`sqlite:///traces.db` (default), `postgresql+psycopg://user@host/db` for teams. API keys never reach
+this module: a call record holds model names, messages, answers, usage, cost, latency and errors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Float,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    create_engine,
+    event,
+    func,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.engine import Engine
+
+from consortium.errors import ConfigError
+from consortium.types import Message
+
+metadata = MetaData()
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("run_id", String(40), primary_key=True),
+    Column("kind", String(40), nullable=False),
+    Column("started_at", Float, nullable=False),
+    Column("finished_at", Float),
+    Column("status", String(20), nullable=False),
+    Column("pool", Text),
+    Column("config", Text),
+    Column("summary", Text),
+)
+
+calls = Table(
+    "calls",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(40), nullable=False, index=True),
+    Column("policy", String(200)),
+    Column("task_id", String(200), index=True),
+    Column("turn", Integer),
+    Column("model", String(200), nullable=False),
+    Column("role", String(40)),
+    Column("messages_hash", String(64)),
+    Column("messages", Text),
+    Column("response", Text),
+    Column("prompt_tokens", Integer),
+    Column("completion_tokens", Integer),
+    Column("cost", Float),
+    Column("latency", Float),
+    Column("verdict", String(40)),
+    Column("error", Text),
+    Column("cached", Boolean),
+    Column("created_at", Float, nullable=False),
+)
+
+results = Table(
+    "results",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(40), nullable=False, index=True),
+    Column("policy", String(200), nullable=False),
+    Column("task_id", String(200), nullable=False),
+    Column("dataset", String(100)),
+    Column("answer", Text),
+    Column("correct", Boolean),
+    Column("score", Float),
+    Column("detail", Text),
+    Column("calls", Integer),
+    Column("tokens", Integer),
+    Column("cost", Float),
+    Column("error", Text),
+    Column("created_at", Float, nullable=False),
+)
+
+
+@dataclass
+class CallRecord:
+    run_id: str
+    model: str
+    messages: Sequence[Message]
+    response: str | None
+    policy: str | None = None
+    task_id: str | None = None
+    turn: int | None = None
+    role: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    latency: float = 0.0
+    verdict: str | None = None
+    error: str | None = None
+    cached: bool = False
+
+
+@dataclass
+class ResultRecord:
+    run_id: str
+    policy: str
+    task_id: str
+    dataset: str
+    answer: str | None
+    correct: bool
+    score: float
+    detail: str
+    calls: int
+    tokens: int
+    cost: float
+    error: str | None = None
+
+
+def _sqlite_pragmas(connection: Any, _record: Any) -> None:
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.close()
+
+
+class TraceStore:
+    def __init__(self, url: str = "sqlite:///consortium-traces.db") -> None:
+        self.url = url
+        try:
+            self.engine: Engine = create_engine(url)
+        except Exception as error:  # SQLAlchemy raises several kinds for a bad URL
+            raise ConfigError(f"trace store URL {url!r}: {error}") from None
+        if self.engine.dialect.name == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        metadata.create_all(self.engine)
+
+    def start_run(self, kind: str, *, pool: str = "", config: dict[str, Any] | None = None) -> str:
+        run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+        with self.engine.begin() as db:
+            db.execute(
+                insert(runs).values(
+                    run_id=run_id,
+                    kind=kind,
+                    started_at=time.time(),
+                    status="running",
+                    pool=pool,
+                    config=json.dumps(config or {}),
+                )
+            )
+        return run_id
+
+    def finish_run(self, run_id: str, status: str, summary: dict[str, Any] | None = None) -> None:
+        with self.engine.begin() as db:
+            db.execute(
+                update(runs)
+                .where(runs.c.run_id == run_id)
+                .values(
+                    finished_at=time.time(),
+                    status=status,
+                    summary=json.dumps(summary or {}),
+                )
+            )
+
+    def record_call(self, record: CallRecord) -> int:
+        values = asdict(record)
+        messages = list(record.messages)
+        text = json.dumps(messages, ensure_ascii=False)
+        values["messages"] = text
+        values["messages_hash"] = hashlib.sha256(text.encode()).hexdigest()
+        values["created_at"] = time.time()
+        with self.engine.begin() as db:
+            result = db.execute(insert(calls).values(**values))
+        key = result.inserted_primary_key
+        return int(key[0]) if key else 0
+
+    def record_result(self, record: ResultRecord) -> None:
+        with self.engine.begin() as db:
+            db.execute(insert(results).values(**asdict(record), created_at=time.time()))
+
+    def list_runs(self) -> list[dict[str, Any]]:
+        counted = (
+            select(
+                calls.c.run_id,
+                func.count().label("calls"),
+                func.coalesce(func.sum(calls.c.cost), 0.0).label("cost"),
+            )
+            .group_by(calls.c.run_id)
+            .subquery()
+        )
+        query = (
+            select(
+                runs,
+                func.coalesce(counted.c.calls, 0).label("calls"),
+                func.coalesce(counted.c.cost, 0.0).label("cost"),
+            )
+            .outerjoin(counted, counted.c.run_id == runs.c.run_id)
+            .order_by(runs.c.started_at.desc())
+        )
+        with self.engine.connect() as db:
+            return [dict(row._mapping) for row in db.execute(query)]
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        with self.engine.connect() as db:
+            row = db.execute(select(runs).where(runs.c.run_id == run_id)).first()
+        return dict(row._mapping) if row else None
+
+    def iter_calls(self, run_id: str) -> Iterator[dict[str, Any]]:
+        query = select(calls).where(calls.c.run_id == run_id).order_by(calls.c.id)
+        with self.engine.connect() as db:
+            for row in db.execute(query):
+                yield dict(row._mapping)
+
+    def iter_results(self, run_id: str) -> Iterator[dict[str, Any]]:
+        query = select(results).where(results.c.run_id == run_id).order_by(results.c.id)
+        with self.engine.connect() as db:
+            for row in db.execute(query):
+                yield dict(row._mapping)
+
+    def close(self) -> None:
+        self.engine.dispose()
