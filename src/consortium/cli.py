@@ -32,8 +32,9 @@ app.add_typer(replay_app, name="replay")
 app.add_typer(pool_app, name="pool")
 app.add_typer(traces_app, name="traces")
 
-console = Console()
-err_console = Console(stderr=True)
+# Piped output is not cut to 80 columns, so tables stay whole in files and logs.
+console = Console(width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 TracesOption = Annotated[
     str,
@@ -323,8 +324,9 @@ def traces_list(traces: TracesOption = DEFAULT_TRACES) -> None:
     from consortium.runtime.store import TraceStore
 
     table = Table()
-    for column in ("run", "kind", "status", "started", "calls", "cost $", "pool"):
-        table.add_column(column)
+    for column in ("run", "kind", "status", "started", "calls", "cost $"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("pool", max_width=60, no_wrap=True)
     for run in TraceStore(traces).list_runs():
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run["started_at"]))
         table.add_row(
@@ -415,7 +417,7 @@ def main() -> None:
     try:
         app()
     except ConsortiumError as error:
-        err_console.print(f"[red]error:[/red] {error}", highlight=False)
+        err_console.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
         sys.exit(1)
     except KeyboardInterrupt:
         err_console.print("interrupted; finished calls are in the trace store")

@@ -91,8 +91,9 @@ def _describe(error: ValidationError, data: dict[str, object]) -> str:
             index = loc[i + 1]
             assert isinstance(index, int)
             label = f"models[{index}]"
-            if isinstance(models, list) and index < len(models) and isinstance(models[index], dict):
-                label += f" ({models[index].get('name', '?')})"
+            entry = models[index] if isinstance(models, list) and index < len(models) else None
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+                label += f" ({entry['name']})"
             parts.append(label)
         elif isinstance(key, int) and i > 0 and loc[i - 1] == "models":
             continue

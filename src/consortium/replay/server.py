@@ -176,7 +176,8 @@ class ReplayApp:
         fault = self._decide_fault(key)
         if isinstance(fault, int):
             self.stats.faults[str(fault)] += 1
-            headers = {"retry-after-ms": "20"} if fault == 429 else None
+            # Rate limits and overloads say when to come back, as real endpoints do.
+            headers = {"retry-after-ms": "20"} if fault in (429, 503) else None
             return _error(fault, f"injected fault (HTTP {fault})", "injected_fault", headers)
         if fault == "hang":
             self.stats.faults["timeout"] += 1
@@ -249,4 +250,5 @@ async def _stream(
 def serve(app: ReplayApp, host: str = "127.0.0.1", port: int = 8765) -> None:
     import uvicorn
 
-    uvicorn.run(app.app, host=host, port=port, log_level="warning", access_log=False)
+    uvicorn.run(app.app, host=host, port=port, log_level="warning", access_log=False,
+                timeout_graceful_shutdown=1)

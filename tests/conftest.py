@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from consortium.replay.data import ReplayData, load_replay
+from consortium.replay.launch import ReplayServerProcess
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def data_dir() -> Path:
+    path = Path(os.environ.get("CONSORTIUM_REPLAY_DATA", ROOT.parent / "shared/data/routerdc"))
+    if not path.is_dir():
+        pytest.fail(f"recorded data not found at {path}; set CONSORTIUM_REPLAY_DATA")
+    return path
+
+
+@pytest.fixture(scope="session")
+def replay_dir() -> Path:
+    return data_dir()
+
+
+@pytest.fixture(scope="session")
+def replay_data(replay_dir: Path) -> ReplayData:
+    return load_replay(replay_dir)
+
+
+@pytest.fixture(scope="session")
+def replay_server(replay_dir: Path) -> Iterator[ReplayServerProcess]:
+    with ReplayServerProcess(replay_dir) as server:
+        yield server

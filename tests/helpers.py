@@ -1,0 +1,23 @@
+from __future__ import annotations
+
+from consortium.pool import Pool
+from consortium.replay.data import ReplayData
+from consortium.replay.pool import replay_pool
+from consortium.runtime.budget import Budget
+from consortium.runtime.cache import ResponseCache
+from consortium.runtime.caller import Caller
+from consortium.runtime.store import TraceStore
+
+
+def replay_caller(
+    data: ReplayData,
+    base_url: str,
+    store: TraceStore,
+    models: list[str] | None = None,
+    *,
+    budget: Budget | None = None,
+    cache: ResponseCache | None = None,
+) -> Caller:
+    pool = Pool(replay_pool(data, base_url, models or data.models["split2"]))
+    run_id = store.start_run("test", pool=data.description())
+    return Caller(pool, store, run_id, budget=budget, cache=cache)

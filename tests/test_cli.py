@@ -1,0 +1,137 @@
+"""The command line as a user runs it: real processes, real server, one clear line per error."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from consortium.config import dump_pool
+from consortium.replay.data import ReplayData
+from consortium.replay.launch import ReplayServerProcess, free_port
+from consortium.replay.pool import replay_pool
+
+PLANTED_KEY = "sk-consortium-planted-0123456789abcdef"
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "consortium", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def one_line_error(result: subprocess.CompletedProcess[str], expected: str) -> None:
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().count("\n") == 0, result.stderr
+    assert result.stderr.startswith("error:") and expected in result.stderr, result.stderr
+
+
+@pytest.fixture
+def pool_file(replay_server: ReplayServerProcess, replay_data: ReplayData, tmp_path: Path) -> Path:
+    config = replay_pool(replay_data, replay_server.base_url, replay_data.models["split2"][:3])
+    path = tmp_path / "pool.toml"
+    path.write_text(
+        dump_pool(config).replace(
+            'strengths = "replay of recorded outcomes"',
+            'strengths = "replay of recorded outcomes"\napi_key_env = "CONSORTIUM_PLANTED_KEY"',
+            1,
+        )
+    )
+    return path
+
+
+def test_help_teaches_the_commands() -> None:
+    result = cli("--help")
+    assert result.returncode == 0
+    for command in ("ask", "eval", "demo", "replay", "pool", "traces"):
+        assert command in result.stdout
+    assert "--write-pool" in cli("replay", "serve", "--help").stdout
+
+
+def test_pool_check(pool_file: Path, replay_data: ReplayData, tmp_path: Path) -> None:
+    ok = cli("pool", "check", str(pool_file), env={"CONSORTIUM_PLANTED_KEY": PLANTED_KEY})
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.count(" ok") == 3
+    broken = replay_pool(
+        replay_data, f"http://127.0.0.1:{free_port()}/v1", replay_data.models["split2"][:1]
+    )
+    bad = tmp_path / "bad.toml"
+    bad.write_text(dump_pool(broken))
+    result = cli("pool", "check", str(bad))
+    assert result.returncode == 1
+    assert "unreachable" in result.stdout
+
+
+def test_ask_traces_and_export_keep_the_key_out(
+    pool_file: Path, tmp_path: Path, replay_data: ReplayData
+) -> None:
+    db = tmp_path / "traces.db"
+    question = replay_data.select(datasets=["gsm8k"], split="test")[0].question
+    env = {"CONSORTIUM_PLANTED_KEY": PLANTED_KEY, "CONSORTIUM_TRACES": f"sqlite:///{db}"}
+    asked = cli("ask", "--pool", str(pool_file), "--model", "Mistral-7B-v0.1", question, env=env)
+    assert asked.returncode == 0, asked.stderr
+    assert "The answer is" in asked.stdout
+    assert "single:Mistral-7B-v0.1 · 1 call(s)" in asked.stderr
+    run_id = asked.stderr.split("· run ")[-1].strip()
+    listed = cli("traces", "list", env=env)
+    assert run_id in listed.stdout, listed.stdout
+    shown = cli("traces", "show", run_id, env=env)
+    assert "Mistral-7B-v0.1" in shown.stdout
+    export = tmp_path / "calls.jsonl"
+    cli("traces", "export", run_id, "--jsonl", "--out", str(export), env=env)
+    rows = [json.loads(line) for line in export.read_text().splitlines()]
+    assert len(rows) == 1 and rows[0]["messages"][0]["content"] == question
+    written = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    for text in (asked.stdout, asked.stderr, listed.stdout, shown.stdout):
+        assert PLANTED_KEY not in text
+    assert PLANTED_KEY.encode() not in written
+
+
+def test_errors_are_one_clear_line(pool_file: Path, tmp_path: Path, replay_dir: Path) -> None:
+    env = {
+        "CONSORTIUM_PLANTED_KEY": PLANTED_KEY,
+        "CONSORTIUM_TRACES": f"sqlite:///{tmp_path}/t.db",
+        "CONSORTIUM_REPLAY_DATA": str(replay_dir),
+    }
+    one_line_error(
+        cli("ask", "--pool", str(pool_file), "--model", "gpt-9", "hi", env=env),
+        "unknown model 'gpt-9'",
+    )
+    one_line_error(cli("ask", "--pool", str(pool_file), "  ", env=env), "the question is empty")
+    unset = {**env, "CONSORTIUM_PLANTED_KEY": ""}
+    one_line_error(
+        cli("ask", "--pool", str(pool_file), "hi", env=unset), "CONSORTIUM_PLANTED_KEY is not set"
+    )
+    one_line_error(
+        cli(
+            "ask",
+            "--pool",
+            str(pool_file),
+            "--model",
+            "Mistral-7B-v0.1",
+            "not a recorded question",
+            env=env,
+        ),
+        "HTTP 404",
+    )
+    broken = tmp_path / "broken.toml"
+    broken.write_text('[[models]]\nname = "x"\nbase_url = "ftp://nowhere"\nmodel = "x"\n')
+    one_line_error(cli("pool", "check", str(broken)), "models[0] (x).base_url")
+    one_line_error(
+        cli("eval", "--pool", str(pool_file), "--tasks", "replay:limit=ten", env=env),
+        "limit must be an integer",
+    )
+    one_line_error(
+        cli("eval", "--pool", str(pool_file), "--tasks", "nosuch", env=env),
+        "unknown task set 'nosuch'",
+    )
+    one_line_error(cli("traces", "show", "no-such-run", env=env), "no run 'no-such-run'")

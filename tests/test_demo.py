@@ -1,0 +1,83 @@
+"""`make demo`'s figures agree with the recorded data, read here straight from the files."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from rich.console import Console
+
+from consortium.demo import run_demo
+from consortium.evaluate import ORACLE
+from consortium.runtime.store import TraceStore
+
+SPLIT2_FILES = {
+    ("gsm8k", "test"): ("gsm8k-test.json", "sampled"),
+    ("humaneval", "test"): ("humaneval_test.json", "sampled"),
+    ("mmlu", "test"): ("mmlu_test.json", "choice"),
+    ("cmmlu", "test"): ("cmmlu_test.json", "choice"),
+    ("arc_challenge", "test"): ("arc_challenge_test.json", "choice"),
+    ("math_prealgebra", "test"): ("MATH_prealgebra.json", "sampled"),
+    ("mbpp", "test"): ("mbpp.json", "sampled"),
+    ("ceval", "test"): ("ceval.json", "choice"),
+}
+RB_FILES = {"rb_arc_challenge": "arc_challenge_test.csv", "rb_mbpp": "mbpp_test.csv",
+            "rb_winogrande": "winograde_test.csv"}
+
+
+def recorded_probabilities(replay_dir: Path, task_id: str) -> tuple[dict[str, float], str]:
+    source, dataset, split, index = task_id.split("/")
+    if source == "split2":
+        name, kind = SPLIT2_FILES[(dataset, split)]
+        row = json.loads((replay_dir / "split2_model7" / name).read_text())[int(index)]
+        probabilities = {m: (s if kind == "sampled" else float(s > 0))
+                         for m, s in row["scores"].items()}
+        return probabilities, kind
+    csv.field_size_limit(sys.maxsize)
+    with (replay_dir / "routerbench_zs" / RB_FILES[dataset]).open(newline="") as handle:
+        row = list(csv.DictReader(handle))[int(index)]
+    models = [f.split("|")[0] for f in row if f.endswith("|model_response")]
+    return {m: float(row[m] == "1.0") for m in models}, "choice"
+
+
+def test_demo_matches_the_recorded_data(replay_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "demo.md"
+    console = Console(file=io.StringIO(), width=200)
+    reports = run_demo(replay_dir, traces=f"sqlite:///{tmp_path}/t.db", out=out, limit=40,
+                       console=console)
+    assert [len(r.summaries) for r in reports] == [7 + 2, 11 + 2]  # singles, random, oracle
+    store = TraceStore(f"sqlite:///{tmp_path}/t.db")
+    checked = 0
+    for report in reports:
+        rows = list(store.iter_results(report.run_id))
+        expected: dict[tuple[str, str], list[float]] = defaultdict(list)
+        kinds: dict[str, str] = {}
+        for task_id in {row["task_id"] for row in rows}:
+            probabilities, kind = recorded_probabilities(replay_dir, task_id)
+            dataset = task_id.split("/")[1]
+            kinds[dataset] = kind
+            for model, p in probabilities.items():
+                expected[(f"single:{model.rsplit('/', 1)[-1]}", dataset)].append(p)
+            expected[(ORACLE, dataset)].append(max(probabilities.values()))
+        for summary in report.summaries:
+            for dataset, measured in summary.accuracy.items():
+                if summary.policy == "random":
+                    continue
+                ps = expected[(summary.policy, dataset)]
+                mean = sum(ps) / len(ps)
+                if kinds[dataset] == "choice":
+                    assert measured == mean, (summary.policy, dataset)
+                else:  # sampled: the replay draws each answer with its recorded probability
+                    spread = math.sqrt(sum(p * (1 - p) for p in ps)) / len(ps)
+                    assert abs(measured - mean) <= 4 * spread + 1e-12, (summary.policy, dataset)
+                checked += 1
+    assert checked == (7 + 1) * 8 + (11 + 1) * 3  # every single model and the oracle, everywhere
+    text = out.read_text()
+    assert "replay of recorded outcomes" in text and "oracle (per-question best)" in text
+    output = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "MetaMath-Mistral-7B" in output and "gpt-4-1106-preview" in output

@@ -1,0 +1,91 @@
+"""Retries, timeouts and unreachable endpoints, with faults injected by the real replay server."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from consortium.errors import AgentError
+from consortium.pool.openai import OpenAIAgent
+from consortium.replay.behaviour import replay_answer
+from consortium.replay.data import ReplayData
+from consortium.replay.launch import ReplayServerProcess, free_port
+from consortium.replay.pool import replay_pool
+from consortium.types import user
+
+MODEL = "cognitivecomputations/dolphin-2.9-llama3-8b"
+
+
+@pytest.fixture(scope="module")
+def faulty_server(replay_dir: Path) -> Iterator[ReplayServerProcess]:
+    args = ("--sources", "split2", "--error-rate", "0.2", "--error-codes", "500,503,429")
+    with ReplayServerProcess(replay_dir, *args) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def hanging_server(replay_dir: Path) -> Iterator[ReplayServerProcess]:
+    args = ("--sources", "split2", "--timeout-rate", "1.0", "--hang-seconds", "20")
+    with ReplayServerProcess(replay_dir, *args) as server:
+        yield server
+
+
+async def test_injected_errors_are_retried_and_change_no_answer(
+    faulty_server: ReplayServerProcess, replay_data: ReplayData
+) -> None:
+    config = replay_pool(replay_data, faulty_server.base_url, [MODEL], max_retries=8).models[0]
+    agent = OpenAIAgent(config)
+    records = replay_data.select(datasets=["gsm8k"], split="test")[:100]
+    completions = await asyncio.gather(*(agent.chat([user(r.question)]) for r in records))
+    await agent.aclose()
+    for record, completion in zip(records, completions, strict=True):
+        assert completion.text == replay_answer(record, MODEL).text
+    faults = faulty_server.stats()["faults"]
+    assert isinstance(faults, dict)
+    assert {"500", "503", "429"} <= set(faults)
+    assert sum(faults.values()) > 12  # about 0.2/(1-0.2) x 100 = 25 injected
+
+
+async def test_retries_run_out_with_a_clear_error(
+    faulty_server: ReplayServerProcess, replay_data: ReplayData
+) -> None:
+    config = replay_pool(replay_data, faulty_server.base_url, [MODEL], max_retries=0).models[0]
+    agent = OpenAIAgent(config)
+    records = replay_data.select(datasets=["gsm8k"], split="train")[:60]
+    results = await asyncio.gather(
+        *(agent.chat([user(r.question)]) for r in records), return_exceptions=True
+    )
+    await agent.aclose()
+    failures = [r for r in results if isinstance(r, AgentError)]
+    assert failures, "with no retries some calls must fail"
+    assert all(f.status in (500, 503, 429) for f in failures)
+    assert all(
+        str(f).startswith(f"model 'dolphin-2.9-llama3-8b': HTTP {f.status}") for f in failures
+    )
+
+
+async def test_a_hanging_endpoint_times_out_within_its_deadline(
+    hanging_server: ReplayServerProcess, replay_data: ReplayData
+) -> None:
+    config = replay_pool(
+        replay_data, hanging_server.base_url, [MODEL], timeout=0.5, max_retries=1
+    ).models[0]
+    agent = OpenAIAgent(config)
+    record = replay_data.select(datasets=["gsm8k"], split="test")[0]
+    started = time.monotonic()
+    with pytest.raises(AgentError, match="timed out after 0.5s"):
+        await agent.chat([user(record.question)])
+    assert time.monotonic() - started < 5.0  # 2 attempts x 0.5 s plus the SDK's backoff
+    await agent.aclose()
+
+
+async def test_an_unreachable_endpoint_is_named(replay_data: ReplayData) -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    agent = OpenAIAgent(replay_pool(replay_data, url, [MODEL], max_retries=1).models[0])
+    with pytest.raises(AgentError, match="cannot reach http://127.0.0.1"):
+        await agent.chat([user("hello")])
+    await agent.aclose()

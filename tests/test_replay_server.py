@@ -1,0 +1,105 @@
+"""The real OpenAIAgent against the real replay server on loopback; no mocks."""
+
+from __future__ import annotations
+
+import httpx
+import openai
+import pytest
+
+from consortium.errors import AgentError
+from consortium.pool.openai import OpenAIAgent
+from consortium.replay.behaviour import replay_answer
+from consortium.replay.data import ReplayData
+from consortium.replay.launch import ReplayServerProcess
+from consortium.replay.pool import replay_pool
+from consortium.types import user
+
+MODEL = "meta-math/MetaMath-Mistral-7B"
+
+
+def agent_for(data: ReplayData, base_url: str, model: str = MODEL, **kwargs: object) -> OpenAIAgent:
+    return OpenAIAgent(replay_pool(data, base_url, [model], **kwargs).models[0])  # type: ignore[arg-type]
+
+
+async def test_models_are_listed(
+    replay_server: ReplayServerProcess, replay_data: ReplayData
+) -> None:
+    client = openai.AsyncOpenAI(base_url=replay_server.base_url, api_key="none")
+    ids = [m.id async for m in await client.models.list()]
+    await client.close()
+    assert ids == replay_data.all_models
+    assert len(ids) == 18
+
+
+async def test_recorded_question_is_answered_as_drawn(
+    replay_server: ReplayServerProcess, replay_data: ReplayData
+) -> None:
+    agent = agent_for(replay_data, replay_server.base_url)
+    records = replay_data.select(datasets=["gsm8k"], split="test")[:40]
+    for record in records:
+        for sample in (0, 1):
+            completion = await agent.chat([user(record.question)], seed=sample)
+            expected = replay_answer(record, MODEL, sample=sample)
+            assert completion.text == expected.text
+            assert completion.usage.prompt_tokens > 0 and completion.usage.completion_tokens > 0
+            assert completion.finish_reason == "stop"
+            assert completion.model == "MetaMath-Mistral-7B"
+    await agent.aclose()
+
+
+async def test_question_inside_a_longer_prompt_is_found(
+    replay_server: ReplayServerProcess, replay_data: ReplayData
+) -> None:
+    record = replay_data.select(datasets=["mmlu"], split="test")[5]
+    agent = agent_for(replay_data, replay_server.base_url)
+    wrapped = [
+        {"role": "system", "content": "You are a careful verifier."},
+        user(f"Earlier work follows.\n\nQuestion:\n{record.question}\n\nCheck it step by step."),
+    ]
+    completion = await agent.chat(wrapped)  # type: ignore[arg-type]
+    assert completion.text == replay_answer(record, MODEL).text
+    await agent.aclose()
+
+
+async def test_unrecorded_question_and_unknown_model_are_clear_errors(
+    replay_server: ReplayServerProcess, replay_data: ReplayData
+) -> None:
+    agent = agent_for(replay_data, replay_server.base_url)
+    with pytest.raises(AgentError, match="no recorded outcome") as caught:
+        await agent.chat([user("What is the airspeed velocity of an unladen swallow?")])
+    assert caught.value.status == 404
+    await agent.aclose()
+    stranger = agent_for(replay_data, replay_server.base_url)
+    object.__setattr__(stranger.config, "model", "gpt-7")
+    with pytest.raises(AgentError, match="not a recorded model"):
+        await stranger.chat([user("hi")])
+    await stranger.aclose()
+
+
+def test_malformed_bodies_get_http_400(replay_server: ReplayServerProcess) -> None:
+    url = f"{replay_server.base_url}/chat/completions"
+    response = httpx.post(url, content=b"{not json", headers={"content-type": "application/json"})
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_json"
+    response = httpx.post(url, json={"model": MODEL, "messages": []})
+    assert response.status_code == 400
+    response = httpx.post(url, json=["a", "list"])
+    assert response.status_code == 400
+
+
+async def test_streaming_and_length_limit(
+    replay_server: ReplayServerProcess, replay_data: ReplayData
+) -> None:
+    record = replay_data.select(datasets=["gsm8k"], split="test")[0]
+    client = openai.AsyncOpenAI(base_url=replay_server.base_url, api_key="none")
+    stream = await client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": record.question}], stream=True
+    )
+    parts = [chunk.choices[0].delta.content or "" async for chunk in stream if chunk.choices]
+    assert "".join(parts) == replay_answer(record, MODEL).text
+    short = await client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": record.question}], max_tokens=2
+    )
+    assert short.choices[0].finish_reason == "length"
+    assert short.choices[0].message.content == replay_answer(record, MODEL).text[:8]
+    await client.close()

@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from consortium.config import dump_pool
+from consortium.replay.data import ReplayData
+from consortium.replay.launch import ReplayServerProcess
+from consortium.replay.pool import replay_pool
+from consortium.runtime.store import CallRecord, TraceStore
+from consortium.types import user
+
+
+def test_calls_round_trip(tmp_path: Path) -> None:
+    store = TraceStore(f"sqlite:///{tmp_path}/t.db")
+    run_id = store.start_run("test", pool="p")
+    record = CallRecord(
+        run_id=run_id,
+        model="m",
+        messages=[user("2+2?")],
+        response="4",
+        policy="single:m",
+        task_id="t1",
+        turn=2,
+        role="verifier",
+        prompt_tokens=3,
+        completion_tokens=1,
+        cost=0.5,
+        latency=0.25,
+        verdict="ACCEPT",
+    )
+    store.record_call(record)
+    store.record_call(
+        CallRecord(
+            run_id=run_id,
+            model="m",
+            messages=[user("x")],
+            response=None,
+            error="model 'm': HTTP 500: boom",
+        )
+    )
+    rows = list(store.iter_calls(run_id))
+    assert [r["turn"] for r in rows] == [2, None]
+    first = rows[0]
+    assert json.loads(first["messages"]) == [{"role": "user", "content": "2+2?"}]
+    assert len(first["messages_hash"]) == 64
+    assert (first["role"], first["verdict"], first["cost"]) == ("verifier", "ACCEPT", 0.5)
+    assert rows[1]["error"].endswith("boom")
+    listed = store.list_runs()
+    assert listed[0]["run_id"] == run_id and listed[0]["calls"] == 2
+    assert sqlite3.connect(tmp_path / "t.db").execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+@pytest.fixture(scope="module")
+def slow_server(replay_dir: Path) -> Iterator[ReplayServerProcess]:
+    with ReplayServerProcess(replay_dir, "--sources", "split2", "--latency-base", "0.05") as server:
+        yield server
+
+
+def test_a_killed_run_keeps_every_finished_call(
+    slow_server: ReplayServerProcess, replay_data: ReplayData, replay_dir: Path, tmp_path: Path
+) -> None:
+    pool_file = tmp_path / "pool.toml"
+    pool_file.write_text(
+        dump_pool(replay_pool(replay_data, slow_server.base_url, replay_data.models["split2"][:2]))
+    )
+    db = tmp_path / "traces.db"
+    command = [
+        sys.executable,
+        "-m",
+        "consortium",
+        "eval",
+        "--pool",
+        str(pool_file),
+        "--tasks",
+        f"replay:data={replay_dir}:datasets=gsm8k:limit=400",
+        "--concurrency",
+        "8",
+        "--traces",
+        f"sqlite:///{db}",
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    finished = 0
+    while time.monotonic() < deadline and finished < 40:
+        time.sleep(0.3)
+        if db.exists():
+            try:
+                finished = sqlite3.connect(db).execute("SELECT count(*) FROM calls").fetchone()[0]
+            except sqlite3.OperationalError:
+                finished = 0  # tables not created yet
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert finished >= 40, "the run should have finished some calls before the kill"
+    connection = sqlite3.connect(db)
+    assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    rows = connection.execute(
+        "SELECT response, prompt_tokens, completion_tokens, latency, task_id FROM calls"
+    ).fetchall()
+    assert len(rows) >= finished  # nothing finished was lost
+    assert len(rows) < 800  # and it was really interrupted
+    assert all(r[0] and r[1] > 0 and r[2] > 0 and r[3] > 0 and r[4] for r in rows)
+    status = connection.execute("SELECT status FROM runs").fetchone()
+    assert status == ("running",)  # never marked finished
