@@ -26,8 +26,11 @@ SPLIT2_FILES = {
     ("mbpp", "test"): ("mbpp.json", "sampled"),
     ("ceval", "test"): ("ceval.json", "choice"),
 }
-RB_FILES = {"rb_arc_challenge": "arc_challenge_test.csv", "rb_mbpp": "mbpp_test.csv",
-            "rb_winogrande": "winograde_test.csv"}
+RB_FILES = {
+    "rb_arc_challenge": "arc_challenge_test.csv",
+    "rb_mbpp": "mbpp_test.csv",
+    "rb_winogrande": "winograde_test.csv",
+}
 
 
 def recorded_probabilities(replay_dir: Path, task_id: str) -> tuple[dict[str, float], str]:
@@ -35,21 +38,26 @@ def recorded_probabilities(replay_dir: Path, task_id: str) -> tuple[dict[str, fl
     if source == "split2":
         name, kind = SPLIT2_FILES[(dataset, split)]
         row = json.loads((replay_dir / "split2_model7" / name).read_text())[int(index)]
-        probabilities = {m: (s if kind == "sampled" else float(s > 0))
-                         for m, s in row["scores"].items()}
+        probabilities = {
+            m: (s if kind == "sampled" else float(s > 0)) for m, s in row["scores"].items()
+        }
         return probabilities, kind
     csv.field_size_limit(sys.maxsize)
     with (replay_dir / "routerbench_zs" / RB_FILES[dataset]).open(newline="") as handle:
         row = list(csv.DictReader(handle))[int(index)]
     models = [f.split("|")[0] for f in row if f.endswith("|model_response")]
-    return {m: float(row[m] == "1.0") for m in models}, "choice"
+    # An empty (ungraded) cell takes the verdict another model got for the identical response.
+    text_verdict = {row[f"{m}|model_response"]: row[m] for m in models if row[m]}
+    cells = {m: row[m] or text_verdict.get(row[f"{m}|model_response"], "0.0") for m in models}
+    return {m: float(cell == "1.0") for m, cell in cells.items()}, "choice"
 
 
 def test_demo_matches_the_recorded_data(replay_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "demo.md"
     console = Console(file=io.StringIO(), width=200)
-    reports = run_demo(replay_dir, traces=f"sqlite:///{tmp_path}/t.db", out=out, limit=40,
-                       console=console)
+    reports = run_demo(
+        replay_dir, traces=f"sqlite:///{tmp_path}/t.db", out=out, limit=40, console=console
+    )
     assert [len(r.summaries) for r in reports] == [7 + 2, 11 + 2]  # singles, random, oracle
     store = TraceStore(f"sqlite:///{tmp_path}/t.db")
     checked = 0

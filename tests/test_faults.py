@@ -77,7 +77,7 @@ async def test_a_hanging_endpoint_times_out_within_its_deadline(
     agent = OpenAIAgent(config)
     record = replay_data.select(datasets=["gsm8k"], split="test")[0]
     started = time.monotonic()
-    with pytest.raises(AgentError, match="timed out after 0.5s"):
+    with pytest.raises(AgentError, match=r"timed out after 0\.5s"):
         await agent.chat([user(record.question)])
     assert time.monotonic() - started < 5.0  # 2 attempts x 0.5 s plus the SDK's backoff
     await agent.aclose()
@@ -86,6 +86,6 @@ async def test_a_hanging_endpoint_times_out_within_its_deadline(
 async def test_an_unreachable_endpoint_is_named(replay_data: ReplayData) -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"
     agent = OpenAIAgent(replay_pool(replay_data, url, [MODEL], max_retries=1).models[0])
-    with pytest.raises(AgentError, match="cannot reach http://127.0.0.1"):
+    with pytest.raises(AgentError, match=r"cannot reach http://127\.0\.0\.1"):
         await agent.chat([user("hello")])
     await agent.aclose()

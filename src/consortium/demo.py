@@ -24,7 +24,11 @@ from consortium.tasks.replay import ID_DATASETS, OOD_DATASETS, ReplayGrader, loa
 SECTIONS: dict[Source, tuple[list[str], dict[str, list[str]]]] = {
     "split2": (
         [*ID_DATASETS, *OOD_DATASETS],
-        {"ID": list(ID_DATASETS), "OOD": list(OOD_DATASETS)},
+        {
+            "ID": list(ID_DATASETS),
+            "OOD": list(OOD_DATASETS),
+            "all": [*ID_DATASETS, *OOD_DATASETS],
+        },
     ),
     "routerbench": (
         ["rb_arc_challenge", "rb_mbpp", "rb_winogrande"],

@@ -61,7 +61,10 @@ def to_markdown(report: EvalReport) -> str:
 def to_rich(report: EvalReport, title: str = "") -> Table:
     table = Table(title=title or None, caption=f"pool: {report.pool}", caption_justify="left")
     for index, name in enumerate(_header(report)):
-        table.add_column(name, justify="left" if index == 0 else "right")
+        if index == 0:
+            table.add_column(name, no_wrap=True)
+        else:
+            table.add_column(name, justify="right")
     for summary in report.summaries:
         table.add_row(*_row(report, summary))
     return table

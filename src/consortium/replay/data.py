@@ -222,10 +222,8 @@ def _load_routerbench(folder: Path) -> tuple[list[ReplayRecord], list[str]]:
             fields = reader.fieldnames or []
             models = [f.split("|")[0] for f in fields if f.endswith("|model_response")]
             for index, row in enumerate(reader):
-                p_correct = {
-                    m: 1.0 if row.get(m, "").strip() in ("1", "1.0") else 0.0 for m in models
-                }
                 responses = {m: _literal_text(row[f"{m}|model_response"]) for m in models}
+                p_correct = _routerbench_verdicts(row, models, responses)
                 costs = {m: float(row.get(f"{m}|total_cost") or 0.0) for m in models}
                 records.append(
                     ReplayRecord(
@@ -241,6 +239,25 @@ def _load_routerbench(folder: Path) -> tuple[list[ReplayRecord], list[str]]:
                 )
         used.append(f"routerbench_zs/{name}")
     return records, used
+
+
+def _routerbench_verdicts(
+    row: dict[str, str], models: list[str], responses: dict[str, str]
+) -> dict[str, float]:
+    """0/1 per model. A few ARC cells are empty (not graded): such a response takes the verdict
+    recorded for the same text from another model of the row, else counts as wrong; so a response
+    text has one verdict per question, which is what lets a grader judge the text alone."""
+    graded: dict[str, float] = {}
+    for model in models:
+        cell = row.get(model, "").strip()
+        if cell:
+            graded.setdefault(responses[model].strip(), float(float(cell) >= 1.0))
+    verdicts: dict[str, float] = {}
+    for model in models:
+        cell = row.get(model, "").strip()
+        text = responses[model].strip()
+        verdicts[model] = float(float(cell) >= 1.0) if cell else graded.get(text, 0.0)
+    return verdicts
 
 
 def reference_token(question: str) -> str:

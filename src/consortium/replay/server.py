@@ -250,5 +250,11 @@ async def _stream(
 def serve(app: ReplayApp, host: str = "127.0.0.1", port: int = 8765) -> None:
     import uvicorn
 
-    uvicorn.run(app.app, host=host, port=port, log_level="warning", access_log=False,
-                timeout_graceful_shutdown=1)
+    uvicorn.run(
+        app.app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=1,
+    )
