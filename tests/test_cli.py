@@ -135,3 +135,32 @@ def test_errors_are_one_clear_line(pool_file: Path, tmp_path: Path, replay_dir: 
         "unknown task set 'nosuch'",
     )
     one_line_error(cli("traces", "show", "no-such-run", env=env), "no run 'no-such-run'")
+
+
+def test_eval_writes_json_and_markdown(pool_file: Path, tmp_path: Path, replay_dir: Path) -> None:
+    env = {"CONSORTIUM_PLANTED_KEY": PLANTED_KEY, "CONSORTIUM_TRACES": f"sqlite:///{tmp_path}/t.db"}
+    spec = f"replay:data={replay_dir}:datasets=mmlu,gsm8k:limit=30"
+    result = cli(
+        "eval",
+        "--pool",
+        str(pool_file),
+        "--tasks",
+        spec,
+        "--policy",
+        "single:MetaMath-Mistral-7B",
+        "--policy",
+        "random",
+        "--json",
+        str(tmp_path / "r.json"),
+        "--markdown",
+        str(tmp_path / "r.md"),
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert "replay of recorded outcomes" in report["pool"]
+    assert set(report["policies"]) == {"single:MetaMath-Mistral-7B", "random"}
+    metamath = report["policies"]["single:MetaMath-Mistral-7B"]
+    assert set(metamath["per_dataset"]) == {"mmlu", "gsm8k"}
+    assert metamath["tasks"] == 60 and metamath["calls"] == 60 and metamath["errors"] == 0
+    assert "| single:MetaMath-Mistral-7B |" in (tmp_path / "r.md").read_text()

@@ -256,6 +256,7 @@ def evaluate(
     from consortium.coord.baselines import RandomRouter, SingleModel
     from consortium.evaluate import EvalReport, evaluate_policies
     from consortium.pool import Pool
+    from consortium.progress import task_progress
     from consortium.report import to_json, to_markdown, to_rich
     from consortium.runtime.caller import Caller
     from consortium.runtime.store import TraceStore
@@ -277,9 +278,18 @@ def evaluate(
     async def go() -> EvalReport:
         async with Pool(config) as members:
             caller = Caller(members, store, run_id)
-            summaries = await evaluate_policies(
-                coordinators, task_set.tasks, task_set.grader, caller, concurrency=concurrency
-            )
+            with task_progress(err_console) as progress:
+                bar = progress.add_task(
+                    f"{len(coordinators)} policies", total=len(task_set.tasks) * len(coordinators)
+                )
+                summaries = await evaluate_policies(
+                    coordinators,
+                    task_set.tasks,
+                    task_set.grader,
+                    caller,
+                    concurrency=concurrency,
+                    on_done=lambda _result: progress.advance(bar),
+                )
         datasets = list(dict.fromkeys(t.dataset for t in task_set.tasks))
         return EvalReport(
             pool=f"{pool} ({task_set.description})",

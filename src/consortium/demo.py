@@ -7,12 +7,13 @@ import asyncio
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 
 from consortium.coord.base import Coordinator
 from consortium.coord.baselines import RandomRouter, SingleModel
 from consortium.evaluate import ORACLE, EvalReport, evaluate_policies, recorded_expectation
 from consortium.pool import Pool
+from consortium.progress import task_progress
 from consortium.replay.data import ReplayData, Source, load_replay
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool, short_name
@@ -106,13 +107,7 @@ def run_demo(
     reports: list[EvalReport] = []
     with ReplayServerProcess(data_dir, "--seed", str(seed)) as server:
         console.print(f"replay server on {server.base_url}")
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-        ) as progress:
+        with task_progress(console) as progress:
             for source in SECTIONS:
                 if source not in data.models:
                     continue
