@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 REPLAY_DATA ?= ../shared/data/routerdc
+BENCHMARKS ?= ../shared/data/benchmarks
 DEMO_ARGS ?=
 
 .PHONY: install demo test lint bench clean
@@ -24,10 +25,11 @@ lint: install
 	$(BIN)/mypy
 
 test: lint
-	CONSORTIUM_REPLAY_DATA=$(REPLAY_DATA) $(BIN)/pytest -q
+	CONSORTIUM_REPLAY_DATA=$(REPLAY_DATA) CONSORTIUM_BENCHMARKS=$(BENCHMARKS) $(BIN)/pytest -q
 
 bench: install
 	$(BIN)/python bench/client_overhead.py --data $(REPLAY_DATA)
+	$(BIN)/python bench/sandbox_throughput.py --humaneval $(BENCHMARKS)/humaneval/HumanEval.jsonl.gz
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

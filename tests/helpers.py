@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from consortium.pool import Pool
 from consortium.replay.data import ReplayData
 from consortium.replay.pool import replay_pool
@@ -21,3 +24,9 @@ def replay_caller(
     pool = Pool(replay_pool(data, base_url, models or data.models["split2"]))
     run_id = store.start_run("test", pool=data.description())
     return Caller(pool, store, run_id, budget=budget, cache=cache)
+
+
+def benchmarks_dir() -> Path:
+    """The public benchmark files beside the checkout (or $CONSORTIUM_BENCHMARKS)."""
+    default = Path(__file__).resolve().parents[1].parent / "shared/data/benchmarks"
+    return Path(os.environ.get("CONSORTIUM_BENCHMARKS", default))

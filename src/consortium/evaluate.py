@@ -69,7 +69,8 @@ async def run_policy(
             error: str | None = None
             try:
                 answer = (await coordinator.run(task, task_caller)).answer
-                grade = grader.grade(task, answer)
+                # Graders may run code or sympy; a thread keeps the event loop answering.
+                grade = await asyncio.to_thread(grader.grade, task, answer)
             except (AgentError, BudgetExceeded) as failure:
                 error = str(failure)
                 grade = Grade(False, 0.0, f"no answer: {error}")

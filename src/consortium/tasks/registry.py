@@ -8,8 +8,12 @@ from dataclasses import dataclass
 from consortium.errors import TaskSpecError
 from consortium.replay.data import SOURCES, load_replay
 from consortium.tasks.base import Grader, Task
+from consortium.tasks.choice import ChoiceGrader
+from consortium.tasks.code import CodeGrader
+from consortium.tasks.loaders import FORMATS, build_tasks, read_hf, read_rows
+from consortium.tasks.math import MathGrader
 from consortium.tasks.replay import ReplayGrader, load_replay_tasks
-from consortium.tasks.spec import parse_spec
+from consortium.tasks.spec import TaskSpec, parse_spec
 
 REPLAY_DATA_ENV = "CONSORTIUM_REPLAY_DATA"
 
@@ -21,8 +25,34 @@ class TaskSet:
     description: str
 
 
+def _grader(kind: str) -> Grader:
+    if kind in ("gsm8k", "math"):
+        return MathGrader()
+    if kind in ("humaneval", "mbpp"):
+        return CodeGrader()
+    return ChoiceGrader()
+
+
+def _benchmark(spec: TaskSpec) -> TaskSet:
+    spec.check_keys({"path", "hf", "config", "split", "limit", "seed"})
+    split = spec.get("split", "test") or "test"
+    path, hf = spec.get("path"), spec.get("hf")
+    if bool(path) == bool(hf):
+        raise TaskSpecError(f"--tasks {spec.name}: give exactly one of path=FILE or hf=DATASET")
+    rows = read_rows(path) if path else read_hf(str(hf), split, spec.get("config"))
+    tasks = build_tasks(
+        spec.name, rows, split=split, limit=spec.get_int("limit"), seed=spec.get_int("seed", 0) or 0
+    )
+    if not tasks:
+        raise TaskSpecError(f"--tasks {spec.name}: no tasks in {path or hf} (split {split})")
+    return TaskSet(tasks, _grader(spec.name), f"{spec.name} from {path or 'hf:' + str(hf)}")
+
+
 def load_task_set(text: str) -> TaskSet:
+    """`replay:…` for recorded outcomes, or a benchmark: gsm8k, math, humaneval, mbpp, mc."""
     spec = parse_spec(text)
+    if spec.name in FORMATS:
+        return _benchmark(spec)
     if spec.name == "replay":
         spec.check_keys({"data", "source", "datasets", "split", "limit", "seed"})
         data_dir = spec.get("data") or os.environ.get(REPLAY_DATA_ENV)
@@ -43,4 +73,5 @@ def load_task_set(text: str) -> TaskSet:
             seed=spec.get_int("seed", 0) or 0,
         )
         return TaskSet(task_set.tasks, ReplayGrader(), task_set.description)
-    raise TaskSpecError(f"--tasks: unknown task set {spec.name!r}; known: replay")
+    known = ", ".join(["replay", *FORMATS])
+    raise TaskSpecError(f"--tasks: unknown task set {spec.name!r}; known: {known}")

@@ -1,0 +1,86 @@
+"""Math answers: extract the final answer, compare symbolically with math-verify."""
+
+from __future__ import annotations
+
+import re
+import threading
+
+from math_verify import parse, verify
+
+from consortium.tasks.base import Grade, Task
+
+MAX_ANSWER_CHARS = 1000
+_ANSWER_IS = re.compile(
+    r"(?:final answer|the answer)\s*(?:is|:)\s*[:\s]*(.+?)(?:\.\s|\.$|\n|$)", re.IGNORECASE
+)
+_HASHES = re.compile(r"####\s*(.+?)\s*$", re.MULTILINE)
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:/\d+)?")
+
+
+def last_boxed(text: str) -> str | None:
+    """The content of the last \\boxed{…} or \\fbox{…}, braces balanced."""
+    start = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
+    if start < 0:
+        return None
+    brace = text.find("{", start)
+    if brace < 0:
+        return None
+    depth = 0
+    for index in range(brace, len(text)):
+        if text[index] == "{":
+            depth += 1
+        elif text[index] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[brace + 1 : index]
+    return None
+
+
+def extract_answer(text: str) -> tuple[str | None, str]:
+    """(answer, how found): boxed, then "#### x", then "the answer is x", then the last number."""
+    boxed = last_boxed(text)
+    if boxed is not None:
+        return boxed.strip(), "boxed"
+    hashes = _HASHES.findall(text)
+    if hashes:
+        return hashes[-1].strip(), "####"
+    stated = _ANSWER_IS.findall(text)
+    if stated:
+        return stated[-1].strip().strip("$ "), "answer is"
+    numbers = _NUMBER.findall(text)
+    if numbers:
+        return numbers[-1], "last number"
+    return None, "none"
+
+
+def _as_math(answer: str) -> str:
+    # math-verify reads LaTeX inside $…$; thousands separators are not decimal commas here.
+    plain = re.sub(r"(?<=\d),(?=\d{3}\b)", "", answer)
+    return f"${plain}$"
+
+
+def _timeout() -> int | None:
+    # math-verify's timeouts use SIGALRM, which only the main thread may set.
+    return 5 if threading.current_thread() is threading.main_thread() else None
+
+
+def equivalent(reference: str, answer: str) -> bool:
+    timeout = _timeout()
+    gold = parse(_as_math(reference), parsing_timeout=timeout or 0)
+    predicted = parse(_as_math(answer), parsing_timeout=timeout or 0)
+    if not gold or not predicted:
+        return reference.strip() == answer.strip()
+    return bool(verify(gold, predicted, timeout_seconds=timeout))
+
+
+class MathGrader:
+    """Right when the extracted final answer equals the reference symbolically."""
+
+    def grade(self, task: Task, answer: str) -> Grade:
+        extracted, how = extract_answer(answer)
+        if extracted is None:
+            return Grade(False, 0.0, "no final answer found")
+        if len(extracted) > MAX_ANSWER_CHARS:
+            return Grade(False, 0.0, f"final answer longer than {MAX_ANSWER_CHARS} characters")
+        correct = equivalent(str(task.reference), extracted)
+        return Grade(correct, float(correct), f"{how}: {extracted[:100]}")
