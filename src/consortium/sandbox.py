@@ -267,6 +267,8 @@ class Sandbox:
         if limit_hit is not None:
             _kill(process)
         returncode = process.wait()
+        if uid is not None:
+            _reap(uid)  # bwrap's inner session dies a moment after the outer one
         duration = time.monotonic() - started
         stderr = err.decode(errors="replace")
         if limit_hit is None:
@@ -352,6 +354,29 @@ def _processes_of(uid: int) -> int:
             except OSError:
                 continue
     return count
+
+
+def _reap(uid: int, patience: float = 5.0) -> None:
+    """Kill whatever still runs as the sandbox `uid` and wait until nothing does."""
+    deadline = time.monotonic() + patience
+    while True:
+        alive = []
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                with suppress(OSError):
+                    if entry.stat().st_uid == uid and not _is_zombie(entry.name):
+                        alive.append(int(entry.name))
+        if not alive or time.monotonic() > deadline:
+            return
+        for pid in alive:
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
+
+
+def _is_zombie(pid: str) -> bool:
+    with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+        return handle.read().rpartition(")")[2].split()[0] == "Z"
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
