@@ -10,6 +10,7 @@ import asyncio
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from consortium.coord.base import Coordinator
 from consortium.errors import AgentError, BudgetExceeded
@@ -31,6 +32,8 @@ class TaskResult:
     tokens: int
     cost: float
     error: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    """What the coordinator reported beside its answer (turns, confidence …)."""
 
 
 @dataclass
@@ -67,8 +70,10 @@ async def run_policy(
             task_caller = caller.for_task(task.id, coordinator.name, task_limits)
             answer: str | None = None
             error: str | None = None
+            meta: dict[str, Any] = {}
             try:
-                answer = (await coordinator.run(task, task_caller)).answer
+                outcome = await coordinator.run(task, task_caller)
+                answer, meta = outcome.answer, outcome.meta
                 # Graders may run code or sympy; a thread keeps the event loop answering.
                 grade = await asyncio.to_thread(grader.grade, task, answer)
             except (AgentError, BudgetExceeded) as failure:
@@ -84,23 +89,25 @@ async def run_policy(
                 budget.tokens,
                 budget.cost,
                 error,
+                meta,
             )
-            caller.store.record_result(
-                ResultRecord(
-                    run_id=caller.run_id,
-                    policy=coordinator.name,
-                    task_id=task.id,
-                    dataset=task.dataset,
-                    answer=answer,
-                    correct=grade.correct,
-                    score=grade.score,
-                    detail=grade.detail,
-                    calls=result.calls,
-                    tokens=result.tokens,
-                    cost=result.cost,
-                    error=error,
+            if caller.store is not None:
+                caller.store.record_result(
+                    ResultRecord(
+                        run_id=caller.run_id,
+                        policy=coordinator.name,
+                        task_id=task.id,
+                        dataset=task.dataset,
+                        answer=answer,
+                        correct=grade.correct,
+                        score=grade.score,
+                        detail=grade.detail,
+                        calls=result.calls,
+                        tokens=result.tokens,
+                        cost=result.cost,
+                        error=error,
+                    )
                 )
-            )
             if on_done is not None:
                 on_done(result)
             return result

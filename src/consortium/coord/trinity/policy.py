@@ -1,0 +1,120 @@
+"""A trained TRINITY policy on disk: head.npy, standardizer.npz and policy.json."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from consortium.coord.trinity.encoder import (
+    CachedEncoder,
+    CausalLMEncoder,
+    Encoder,
+    SentenceEncoder,
+    StandardizedEncoder,
+    Standardizer,
+)
+from consortium.coord.trinity.head import ROLES, LinearHead
+from consortium.coord.trinity.protocol import TrinityCoordinator
+from consortium.errors import ConfigError
+
+
+@dataclass
+class HeadSetup:
+    """Everything but the weights: the encoder, the pool's models, the protocol's settings."""
+
+    encoder: StandardizedEncoder
+    models: list[str]
+    max_turns: int = 1
+    roles: tuple[str, ...] = ("worker",)
+
+    @property
+    def n_params(self) -> int:
+        return (len(self.models) + len(ROLES)) * self.encoder.dim
+
+    def head(self, vector: np.ndarray) -> LinearHead:
+        return LinearHead.from_vector(vector, len(self.models), self.encoder.dim)
+
+    def coordinator(
+        self, vector: np.ndarray, sample_seed: int | None, name: str = "trinity"
+    ) -> TrinityCoordinator:
+        return TrinityCoordinator(
+            self.head(vector),
+            self.encoder,
+            self.models,
+            max_turns=self.max_turns,
+            roles=self.roles,
+            sample_seed=sample_seed,
+            name=name,
+        )
+
+
+def default_encoder(name: str = SentenceEncoder.name, cache: Path | None = None) -> CachedEncoder:
+    """all-MiniLM-L6-v2 by default; any other name is a causal LM (path or hub id)."""
+    encoder: Encoder = (
+        SentenceEncoder()
+        if name == SentenceEncoder.name
+        else (CausalLMEncoder.from_pretrained(name))
+    )
+    return CachedEncoder(encoder, cache)
+
+
+def save_policy(out_dir: Path, vector: np.ndarray, setup: HeadSetup, meta: dict[str, Any]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    head = setup.head(vector)
+    np.save(out_dir / "head.npy", head.weights)
+    standardizer = setup.encoder.standardizer
+    basis = standardizer.basis if standardizer.basis is not None else np.zeros((0, 0))
+    np.savez(
+        out_dir / "standardizer.npz", mean=standardizer.mean, scale=standardizer.scale, basis=basis
+    )
+    (out_dir / "policy.json").write_text(
+        json.dumps(
+            {
+                "kind": "trinity",
+                "encoder": setup.encoder.name,
+                "models": setup.models,
+                "max_turns": setup.max_turns,
+                "roles": list(setup.roles),
+                "n_params": head.n_params,
+                **meta,
+            },
+            indent=2,
+        )
+    )
+
+
+def load_policy(
+    policy_dir: Path, encoder: CachedEncoder | None = None, name: str | None = None
+) -> TrinityCoordinator:
+    """The coordinator of a trained policy, greedy (argmax) as at evaluation."""
+    meta_path = policy_dir / "policy.json"
+    if not meta_path.exists():
+        raise ConfigError(f"{policy_dir} is not a trained policy (no policy.json)")
+    meta = json.loads(meta_path.read_text())
+    if meta.get("kind") != "trinity":
+        raise ConfigError(f"{policy_dir}: unknown policy kind {meta.get('kind')!r}")
+    encoder = encoder or default_encoder(meta["encoder"], policy_dir / "features.db")
+    if encoder.name != meta["encoder"]:
+        raise ConfigError(
+            f"{policy_dir} was trained on {meta['encoder']} features, not {encoder.name}"
+        )
+    stats = np.load(policy_dir / "standardizer.npz")
+    models: list[str] = meta["models"]
+    head = LinearHead(np.load(policy_dir / "head.npy"), len(models))
+    return TrinityCoordinator(
+        head,
+        StandardizedEncoder(
+            encoder,
+            Standardizer(
+                stats["mean"], stats["scale"], stats["basis"] if stats["basis"].size else None
+            ),
+        ),
+        models,
+        max_turns=int(meta["max_turns"]),
+        roles=tuple(meta["roles"]),
+        name=name or f"trinity:{policy_dir.name}",
+    )

@@ -1,0 +1,135 @@
+"""sep-CMA-ES on the head's weights (`cmaes.SepCMA`): each candidate is scored on a minibatch of
+training tasks with binary reward; all rollouts of a generation run concurrently; a checkpoint
+after every generation makes `--resume` continue exactly where a killed run stopped."""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from cmaes import SepCMA
+
+from consortium.coord.trinity.policy import HeadSetup
+from consortium.errors import ConfigError
+from consortium.runtime.caller import Caller
+from consortium.tasks.base import Grader, Task
+from consortium.train.rollouts import (
+    generation_seed,
+    mean_rewards,
+    minibatch,
+    score_vectors,
+)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    generations: int = 30
+    popsize: int = 32
+    sigma0: float = 0.03
+    minibatch: int = 32
+    seed: int = 0
+    sample: bool = False
+    """Sample (model, role) in training rollouts as the paper does; False: argmax, less noise."""
+    concurrency: int = 64
+
+    @property
+    def budget(self) -> int:
+        """Rollouts (atomic Bernoulli evaluations) spent on candidates."""
+        return self.generations * self.popsize * self.minibatch
+
+
+@dataclass
+class TrainState:
+    config: TrainConfig
+    generation: int
+    optimizer: Any
+    history: list[dict[str, float]]
+    vector: np.ndarray
+    """The policy so far: the optimizer's mean."""
+
+
+Progress = Callable[[TrainState], None]
+
+
+def _save(path: Path, state: TrainState) -> None:
+    temporary = path.with_suffix(".tmp")
+    temporary.write_bytes(pickle.dumps(state))
+    temporary.replace(path)  # atomic: a kill leaves the old checkpoint or the new one
+
+
+def load_checkpoint(path: Path, config: TrainConfig) -> TrainState:
+    state: TrainState = pickle.loads(path.read_bytes())
+    mismatched = {
+        k: (v, getattr(config, k))
+        for k, v in asdict(state.config).items()
+        if k not in ("generations", "concurrency") and getattr(config, k) != v
+    }
+    if mismatched:
+        details = ", ".join(f"{k}: checkpoint {a} vs now {b}" for k, (a, b) in mismatched.items())
+        raise ConfigError(f"--resume with different settings ({details})")
+    state.config = config
+    return state
+
+
+async def train_es(
+    setup: HeadSetup,
+    tasks: Sequence[Task],
+    grader: Grader,
+    caller: Caller,
+    config: TrainConfig,
+    checkpoint: Path | None = None,
+    *,
+    resume: bool = False,
+    on_generation: Progress | None = None,
+) -> TrainState:
+    if resume and checkpoint is not None and checkpoint.exists():
+        state = load_checkpoint(checkpoint, config)
+    else:
+        optimizer = SepCMA(
+            mean=np.zeros(setup.n_params),
+            sigma=config.sigma0,
+            population_size=config.popsize,
+            seed=config.seed,
+        )
+        state = TrainState(config, 0, optimizer, [], np.zeros(setup.n_params))
+    optimizer = state.optimizer
+    while state.generation < config.generations:
+        step = state.generation
+        # cmaes does not pickle its RNG; reseeding per generation keeps resumed runs identical.
+        optimizer.reseed_rng(generation_seed(config.seed, step))
+        batch = minibatch(tasks, config.minibatch, config.seed, step)
+        candidates = [optimizer.ask() for _ in range(config.popsize)]
+        seeds: list[int | None] = [
+            generation_seed(config.seed, step, i + 1) if config.sample else None
+            for i in range(config.popsize)
+        ]
+        results = await score_vectors(
+            setup,
+            candidates,
+            batch,
+            grader,
+            caller,
+            sample_seeds=seeds,
+            concurrency=config.concurrency,
+        )
+        rewards = mean_rewards(results)
+        optimizer.tell([(c, -float(r)) for c, r in zip(candidates, rewards, strict=True)])
+        state.vector = np.array(optimizer.mean)
+        state.generation += 1
+        state.history.append(
+            {
+                "generation": state.generation,
+                "population_mean": float(rewards.mean()),
+                "population_best": float(rewards.max()),
+                "rollouts": float(state.generation * config.popsize * len(batch)),
+            }
+        )
+        if checkpoint is not None:
+            _save(checkpoint, state)
+        if on_generation is not None:
+            on_generation(state)
+    return state

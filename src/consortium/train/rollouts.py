@@ -1,0 +1,92 @@
+"""What every optimizer of the TRINITY head shares: building a coordinator from a parameter
+vector, scoring vectors on a minibatch with binary rewards, and the training curve."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import random
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from consortium.coord.trinity.policy import HeadSetup
+from consortium.evaluate import TaskResult, run_policy
+from consortium.runtime.caller import Caller
+from consortium.tasks.base import Grader, Task
+
+
+def minibatch(tasks: Sequence[Task], size: int, seed: int, step: int) -> list[Task]:
+    """The tasks of one generation, the same number from each dataset (so the mix of datasets
+    does not move the reward); depends only on (seed, step), so a resumed run sees the same."""
+    if size >= len(tasks):
+        return list(tasks)
+    rng = random.Random(f"{seed}:{step}")
+    groups: dict[str, list[Task]] = {}
+    for task in tasks:
+        groups.setdefault(task.dataset, []).append(task)
+    share, extra = divmod(size, len(groups))
+    chosen: list[Task] = []
+    for index, name in enumerate(sorted(groups)):
+        want = min(share + (index < extra), len(groups[name]))
+        chosen += rng.sample(groups[name], want)
+    return chosen
+
+
+def generation_seed(seed: int, step: int, index: int = 0) -> int:
+    return int(np.random.SeedSequence([seed, step, index]).generate_state(1)[0])
+
+
+async def score_vectors(
+    setup: HeadSetup,
+    vectors: Sequence[np.ndarray],
+    tasks: Sequence[Task],
+    grader: Grader,
+    caller: Caller,
+    *,
+    sample_seeds: Sequence[int | None],
+    concurrency: int = 64,
+) -> list[list[TaskResult]]:
+    """Every vector on every task, all concurrently; results[i][j] is vector i on task j."""
+    coordinators = [setup.coordinator(v, s) for v, s in zip(vectors, sample_seeds, strict=True)]
+    return list(
+        await asyncio.gather(
+            *(run_policy(c, tasks, grader, caller, concurrency=concurrency) for c in coordinators)
+        )
+    )
+
+
+def mean_rewards(results: list[list[TaskResult]]) -> np.ndarray:
+    return np.array([np.mean([r.grade.correct for r in row]) for row in results])
+
+
+def write_curve(history: list[dict[str, float]], out_dir: Path, title: str) -> None:
+    """curve.csv and curve.png: reward per generation (population mean and best, policy mean)."""
+    if not history:
+        return
+    with (out_dir / "curve.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(history[0]))
+        writer.writeheader()
+        writer.writerows(history)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6, 3.5))
+    steps = [row["generation"] for row in history]
+    for key, label in (
+        ("population_mean", "population mean"),
+        ("population_best", "best"),
+        ("policy", "policy (distribution mean)"),
+    ):
+        if key in history[0]:
+            axis.plot(steps, [row[key] for row in history], label=label)
+    axis.set_xlabel("generation")
+    axis.set_ylabel("minibatch reward")
+    axis.set_title(title)
+    axis.legend()
+    figure.tight_layout()
+    figure.savefig(out_dir / "curve.png", dpi=110)
+    plt.close(figure)
