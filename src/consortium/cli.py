@@ -7,7 +7,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import openai
 import typer
@@ -16,6 +16,9 @@ from rich.table import Table
 
 from consortium.config import PoolConfig, dump_pool, load_pool
 from consortium.errors import ConsortiumError
+
+if TYPE_CHECKING:
+    from consortium.coord.base import Coordinator
 
 app = typer.Typer(
     help="Consortium: a team of language models, coordinated at test time, used like one model.",
@@ -28,9 +31,11 @@ replay_app = typer.Typer(
 )
 pool_app = typer.Typer(help="Inspect a pool file.", no_args_is_help=True)
 traces_app = typer.Typer(help="Read the trace store.", no_args_is_help=True)
+train_app = typer.Typer(help="Train a coordinator.", no_args_is_help=True)
 app.add_typer(replay_app, name="replay")
 app.add_typer(pool_app, name="pool")
 app.add_typer(traces_app, name="traces")
+app.add_typer(train_app, name="train")
 
 # Piped output is not cut to 80 columns, so tables stay whole in files and logs.
 console = Console(width=None if sys.stdout.isatty() else 160)
@@ -179,6 +184,24 @@ def pool_check(pool: Annotated[Path, typer.Argument(help="Pool file (TOML).")]) 
         raise typer.Exit(1)
 
 
+def _coordinator(spec: str | Path, config: PoolConfig, seed: int) -> Coordinator:
+    """`single:NAME`, `random`, or a trained policy directory."""
+    from consortium.coord.baselines import RandomRouter, SingleModel
+    from consortium.coord.trinity.policy import load_policy
+
+    text = str(spec)
+    if text == "random":
+        return RandomRouter(config.names, seed)
+    if text.startswith("single:"):
+        return SingleModel(config.get(text.removeprefix("single:")).name)
+    if Path(text).is_dir():
+        coordinator = load_policy(Path(text))
+        for name in coordinator.models:
+            config.get(name)  # the policy's models must be in this pool
+        return coordinator
+    raise ConsortiumError(f"--policy {text!r}: expected single:NAME, random or a policy directory")
+
+
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
@@ -186,12 +209,16 @@ def ask(
     model: Annotated[
         str | None, typer.Option(help="Ask this pool model (default: random).")
     ] = None,
+    policy: Annotated[
+        Path | None,
+        typer.Option(
+            help="A trained policy directory (from `consortium train trinity --out DIR`)."
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the random router.")] = 0,
     traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
     """Ask the consortium one question and print the answer with who answered and what it cost."""
-    from consortium.coord.base import Coordinator
-    from consortium.coord.baselines import RandomRouter, SingleModel
     from consortium.pool import Pool
     from consortium.runtime.caller import Caller
     from consortium.runtime.store import TraceStore
@@ -200,9 +227,7 @@ def ask(
     if not question.strip():
         raise ConsortiumError("the question is empty")
     config = load_pool(pool)
-    coordinator: Coordinator = (
-        SingleModel(config.get(model).name) if model else RandomRouter(config.names, seed)
-    )
+    coordinator = _coordinator(policy or (f"single:{model}" if model else "random"), config, seed)
     store = TraceStore(traces)
     run_id = store.start_run("ask", pool=str(pool))
 
@@ -240,7 +265,15 @@ def evaluate(
     policy: Annotated[
         list[str] | None,
         typer.Option(
-            help="single:NAME or random; repeatable. Default: every single model and random."
+            help="single:NAME, random or a trained policy directory; repeatable. "
+            "Default: every single model and random."
+        ),
+    ] = None,
+    baselines: Annotated[
+        bool | None,
+        typer.Option(
+            help="Add every single model, random and the oracle. Default: on for a trained policy, "
+            "or when no --policy is given."
         ),
     ] = None,
     concurrency: Annotated[int, typer.Option(help="Tasks in flight at once.")] = 32,
@@ -251,9 +284,12 @@ def evaluate(
     markdown: Annotated[Path | None, typer.Option(help="Write the table as Markdown.")] = None,
     traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
-    """Score policies on a task set; print accuracy per dataset, calls, tokens and cost."""
-    from consortium.coord.base import Coordinator
-    from consortium.coord.baselines import RandomRouter, SingleModel
+    """Score policies on a task set; print accuracy per dataset, calls, tokens and cost.
+
+    With a trained policy the table also holds every single model, random routing, the best single
+    model and the per-question-best oracle, with in-distribution (ID) and out-of-distribution (OOD)
+    means for the replay datasets.
+    """
     from consortium.evaluate import EvalReport, evaluate_policies
     from consortium.pool import Pool
     from consortium.progress import task_progress
@@ -261,19 +297,19 @@ def evaluate(
     from consortium.runtime.caller import Caller
     from consortium.runtime.store import TraceStore
     from consortium.tasks.registry import load_task_set
+    from consortium.tasks.replay import ID_DATASETS, OOD_DATASETS
 
     config = load_pool(pool)
     task_set = load_task_set(tasks)
-    coordinators: list[Coordinator] = []
-    for name in policy or [*(f"single:{m}" for m in config.names), "random"]:
-        if name == "random":
-            coordinators.append(RandomRouter(config.names, seed))
-        elif name.startswith("single:"):
-            coordinators.append(SingleModel(config.get(name.removeprefix("single:")).name))
-        else:
-            raise ConsortiumError(f"--policy {name!r}: expected single:NAME or random")
+    chosen = list(policy or [])
+    if baselines is None:
+        baselines = not chosen or any(Path(p).is_dir() for p in chosen)
+    if baselines:
+        chosen += [f"single:{m}" for m in config.names if f"single:{m}" not in chosen]
+        chosen += ["random"] if "random" not in chosen else []
+    coordinators = [_coordinator(spec, config, seed) for spec in chosen]
     store = TraceStore(traces)
-    run_id = store.start_run("eval", pool=str(pool), config={"tasks": tasks})
+    run_id = store.start_run("eval", pool=str(pool), config={"tasks": tasks, "policies": chosen})
 
     async def go() -> EvalReport:
         async with Pool(config) as members:
@@ -291,12 +327,18 @@ def evaluate(
                     on_done=lambda _result: progress.advance(bar),
                 )
         datasets = list(dict.fromkeys(t.dataset for t in task_set.tasks))
+        groups = {
+            name: [d for d in datasets if d in members_]
+            for name, members_ in (("ID", ID_DATASETS), ("OOD", OOD_DATASETS))
+        }
+        groups = {name: group for name, group in groups.items() if group}
+        groups["all"] = datasets
         return EvalReport(
             pool=f"{pool} ({task_set.description})",
             tasks=tasks,
             datasets=datasets,
             summaries=summaries,
-            groups={"all": datasets},
+            groups=groups,
             run_id=run_id,
         )
 
@@ -304,9 +346,122 @@ def evaluate(
     store.finish_run(run_id, "finished")
     console.print(to_rich(report))
     if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(to_json(report), indent=2))
     if markdown:
         markdown.write_text(to_markdown(report))
+
+
+@train_app.command("trinity")
+def train_trinity(
+    pool: PoolOption,
+    tasks: Annotated[
+        str,
+        typer.Option(
+            "--tasks", help="Training tasks, e.g. replay:data=DIR:datasets=mmlu,gsm8k:split=train"
+        ),
+    ],
+    out: Annotated[Path, typer.Option(help="Policy directory to write (and resume from).")],
+    generations: Annotated[int, typer.Option(help="Generations (iterations).")] = 40,
+    popsize: Annotated[int, typer.Option(help="Candidates per generation (paper: 32).")] = 32,
+    minibatch: Annotated[int, typer.Option(help="Training tasks per candidate.")] = 80,
+    sigma0: Annotated[float, typer.Option(help="Initial step size of sep-CMA-ES.")] = 0.5,
+    seed: Annotated[int, typer.Option(help="Seed of everything random.")] = 0,
+    optimizer: Annotated[str, typer.Option(help="es (sep-CMA-ES), reinforce or random.")] = "es",
+    components: Annotated[
+        int,
+        typer.Option(
+            help="Principal components of the feature the head reads (0: the full feature)."
+        ),
+    ] = 16,
+    max_turns: Annotated[int, typer.Option(help="Turns per task (paper: 5).")] = 1,
+    roles: Annotated[str, typer.Option(help="Roles the head may pick.")] = "worker",
+    sample: Annotated[
+        bool,
+        typer.Option(
+            help="Sample (model, role) in training rollouts, as the paper; default argmax."
+        ),
+    ] = False,
+    encoder: Annotated[
+        str,
+        typer.Option(
+            help="all-MiniLM-L6-v2, or a causal LM path / hub id (the paper: Qwen/Qwen3-0.6B)."
+        ),
+    ] = "all-MiniLM-L6-v2",
+    resume: Annotated[bool, typer.Option(help="Continue from OUT/checkpoint.pkl.")] = False,
+) -> None:
+    """Train the TRINITY head on a pool: sep-CMA-ES on binary rewards, checkpoint per generation.
+
+    Example (replay pool, the in-distribution train splits):
+
+      consortium train trinity --pool replay.toml --out policies/trinity \\
+        --tasks replay:data=../shared/data/routerdc:split=train:\\
+      datasets=mmlu,gsm8k,cmmlu,arc_challenge,humaneval
+    """
+    from consortium.coord.trinity.policy import default_encoder
+    from consortium.progress import task_progress
+    from consortium.tasks.registry import load_task_set
+    from consortium.train.es import TrainConfig, TrainState
+    from consortium.train.session import OPTIMIZERS, fit_setup
+    from consortium.train.session import train_trinity as run_training
+
+    if optimizer not in OPTIMIZERS:
+        raise ConsortiumError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}")
+    config = load_pool(pool)
+    task_set = load_task_set(tasks)
+    role_names = tuple(r for r in roles.split(",") if r)
+    train_config = TrainConfig(
+        generations=generations,
+        popsize=popsize,
+        sigma0=sigma0,
+        minibatch=minibatch,
+        seed=seed,
+        sample=sample,
+    )
+    err_console.print(f"encoding {len(task_set.tasks)} training questions with {encoder} …")
+    features = default_encoder(encoder, out / "features.db")
+    setup = fit_setup(
+        features,
+        task_set,
+        config.names,
+        components=components or None,
+        max_turns=max_turns,
+        roles=role_names,
+    )
+    err_console.print(
+        f"head: {len(config.names)} models + 3 roles × {setup.encoder.dim}-d feature = "
+        f"{setup.n_params:,} parameters · budget {train_config.budget:,} rollouts"
+    )
+    with task_progress(err_console) as progress:
+        bar = progress.add_task(f"{optimizer} generations", total=generations)
+
+        def show(state: TrainState) -> None:
+            row = state.history[-1]
+            progress.update(
+                bar,
+                completed=state.generation,
+                description=(
+                    f"{optimizer} · reward {row['population_mean']:.3f} "
+                    f"(best {row['population_best']:.3f})"
+                ),
+            )
+
+        state = asyncio.run(
+            run_training(
+                config,
+                task_set,
+                setup,
+                out,
+                train_config,
+                optimizer=optimizer,
+                resume=resume,
+                on_generation=show,
+            )
+        )
+    console.print(
+        f"policy written to {out} after {state.generation} generations "
+        f"({setup.n_params:,} parameters); curve: {out / 'curve.png'}"
+    )
 
 
 @app.command()

@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.table import Table
 
-from consortium.evaluate import EvalReport, PolicySummary
+from consortium.evaluate import ORACLE, EvalReport, PolicySummary
 
 
 def _pct(value: float | None) -> str:
@@ -70,22 +70,49 @@ def to_rich(report: EvalReport, title: str = "") -> Table:
     return table
 
 
-def to_json(report: EvalReport) -> dict[str, Any]:
+def _entry(report: EvalReport, summary: PolicySummary) -> dict[str, Any]:
     return {
+        "per_dataset": summary.accuracy,
+        **{f"{name.lower()}_mean": summary.mean(group) for name, group in report.groups.items()},
+        "tasks": summary.tasks,
+        "calls": summary.calls,
+        "tokens": summary.tokens,
+        "cost": summary.cost,
+        "errors": summary.errors,
+        **(
+            {"recorded": report.recorded[summary.policy]}
+            if summary.policy in report.recorded
+            else {}
+        ),
+    }
+
+
+def best_single(report: EvalReport) -> PolicySummary | None:
+    """The single model with the best mean over the first dataset group (ID when present)."""
+    singles = [s for s in report.summaries if s.policy.startswith("single:")]
+    if not singles:
+        return None
+    group = next(iter(report.groups.values()), report.datasets)
+    return max(singles, key=lambda s: s.mean(group) or 0.0)
+
+
+def to_json(report: EvalReport) -> dict[str, Any]:
+    """Every policy by name, plus the keys `coordinator` (the first trained policy), `best_single`,
+    `random` and `oracle` where they were evaluated."""
+    policies = {s.policy: _entry(report, s) for s in report.summaries}
+    result: dict[str, Any] = {
         "pool": report.pool,
         "tasks": report.tasks,
         "run_id": report.run_id,
-        "policies": {
-            s.policy: {
-                "per_dataset": s.accuracy,
-                **{f"{name.lower()}_mean": s.mean(group) for name, group in report.groups.items()},
-                "tasks": s.tasks,
-                "calls": s.calls,
-                "tokens": s.tokens,
-                "cost": s.cost,
-                "errors": s.errors,
-                **({"recorded": report.recorded[s.policy]} if s.policy in report.recorded else {}),
-            }
-            for s in report.summaries
-        },
+        "policies": policies,
     }
+    trained = [s for s in report.summaries if s.policy.startswith("trinity")]
+    if trained:
+        result["coordinator"] = {"policy": trained[0].policy, **policies[trained[0].policy]}
+    best = best_single(report)
+    if best is not None:
+        result["best_single"] = {"policy": best.policy, **policies[best.policy]}
+    for key, name in (("random", "random"), ("oracle", ORACLE)):
+        if name in policies:
+            result[key] = policies[name]
+    return result

@@ -27,6 +27,7 @@ class ResponseCache:
         self.path = Path(path)
         self._db = sqlite3.connect(self.path)
         self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: durable enough, no fsync per put
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT, text TEXT,"
             " prompt_tokens INTEGER, completion_tokens INTEGER, finish_reason TEXT)"

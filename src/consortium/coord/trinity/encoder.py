@@ -170,6 +170,7 @@ class CachedEncoder:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: durable enough, no fsync per put
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS features (encoder TEXT, key TEXT, vector BLOB,"
                 " PRIMARY KEY (encoder, key))"

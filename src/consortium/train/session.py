@@ -1,0 +1,92 @@
+"""`consortium train trinity`: encode the training questions, fit the feature standardizer, run the
+chosen optimizer with a checkpoint and the policy saved after every generation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from consortium.config import PoolConfig
+from consortium.coord.trinity.encoder import CachedEncoder, StandardizedEncoder, Standardizer
+from consortium.coord.trinity.policy import HeadSetup, save_policy
+from consortium.pool import Pool
+from consortium.runtime.cache import ResponseCache
+from consortium.runtime.caller import Caller
+from consortium.tasks.registry import TaskSet
+from consortium.train.es import TrainConfig, TrainState, train_es
+from consortium.train.reinforce import train_reinforce
+from consortium.train.rollouts import write_curve
+from consortium.train.search import train_random_search
+
+OPTIMIZERS = ("es", "reinforce", "random")
+TITLES = {"es": "sep-CMA-ES", "reinforce": "REINFORCE", "random": "random search"}
+
+
+def fit_setup(
+    encoder: CachedEncoder,
+    task_set: TaskSet,
+    models: list[str],
+    *,
+    components: int | None,
+    max_turns: int,
+    roles: tuple[str, ...],
+) -> HeadSetup:
+    features = encoder.encode([task.question for task in task_set.tasks])
+    standardizer = Standardizer.fit(features, components)
+    return HeadSetup(StandardizedEncoder(encoder, standardizer), models, max_turns, roles)
+
+
+async def train_trinity(
+    pool_config: PoolConfig,
+    task_set: TaskSet,
+    setup: HeadSetup,
+    out_dir: Path,
+    config: TrainConfig,
+    *,
+    optimizer: str = "es",
+    resume: bool = False,
+    on_generation: Callable[[TrainState], None] | None = None,
+) -> TrainState:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cache = ResponseCache(out_dir / "responses.db")
+
+    def after(state: TrainState) -> None:
+        save_policy(
+            out_dir,
+            state.vector,
+            setup,
+            {
+                "optimizer": optimizer,
+                "generation": state.generation,
+                "config": {k: getattr(config, k) for k in config.__dataclass_fields__},
+                "budget_rollouts": config.budget,
+                "tasks": task_set.description,
+            },
+        )
+        write_curve(state.history, out_dir, f"TRINITY head, {TITLES[optimizer]}")
+        if on_generation is not None:
+            on_generation(state)
+
+    async with Pool(pool_config) as pool:
+        caller = Caller(pool, None, "train", cache=cache)
+        if optimizer == "es":
+            state = await train_es(
+                setup,
+                task_set.tasks,
+                task_set.grader,
+                caller,
+                config,
+                out_dir / "checkpoint.pkl",
+                resume=resume,
+                on_generation=after,
+            )
+        elif optimizer == "reinforce":
+            state = await train_reinforce(
+                setup, task_set.tasks, task_set.grader, caller, config, on_generation=after
+            )
+        else:
+            state = await train_random_search(
+                setup, task_set.tasks, task_set.grader, caller, config, on_generation=after
+            )
+    cache.close()
+    return state
