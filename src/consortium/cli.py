@@ -418,16 +418,18 @@ def train_trinity(
         seed=seed,
         sample=sample,
     )
-    err_console.print(f"encoding {len(task_set.tasks)} training questions with {encoder} …")
     features = default_encoder(encoder, out / "features.db")
-    setup = fit_setup(
-        features,
-        task_set,
-        config.names,
-        components=components or None,
-        max_turns=max_turns,
-        roles=role_names,
-    )
+    with task_progress(err_console) as progress:
+        encoding = progress.add_task(f"encoding with {encoder}", total=len(task_set.tasks))
+        setup = fit_setup(
+            features,
+            task_set,
+            config.names,
+            components=components or None,
+            max_turns=max_turns,
+            roles=role_names,
+            on_encoded=lambda n: progress.advance(encoding, n),
+        )
     err_console.print(
         f"head: {len(config.names)} models + 3 roles × {setup.encoder.dim}-d feature = "
         f"{setup.n_params:,} parameters · budget {train_config.budget:,} rollouts"
@@ -464,6 +466,62 @@ def train_trinity(
     )
 
 
+@train_app.command("compare")
+def train_compare(
+    pool: PoolOption,
+    tasks: Annotated[str, typer.Option("--tasks", help="Training tasks (a --tasks spec).")],
+    test_tasks: Annotated[str, typer.Option("--test-tasks", help="Held-out test tasks.")],
+    out: Annotated[Path, typer.Option(help="Folder for the runs and the comparison report.")],
+    seeds: Annotated[int, typer.Option(help="Seeds per optimizer.")] = 3,
+    generations: Annotated[int, typer.Option(help="Generations (iterations) per run.")] = 30,
+    popsize: Annotated[int, typer.Option(help="Candidates (or rollouts) per generation.")] = 32,
+    minibatch: Annotated[int, typer.Option(help="Training tasks per candidate.")] = 80,
+    sigma0: Annotated[float, typer.Option(help="Initial step size of sep-CMA-ES.")] = 0.5,
+    components: Annotated[int, typer.Option(help="Feature components (0: all).")] = 16,
+) -> None:
+    """sep-CMA-ES vs REINFORCE vs random search at the same budget, mean ± std over seeds."""
+    from consortium.coord.trinity.policy import default_encoder
+    from consortium.tasks.registry import load_task_set
+    from consortium.train.compare import compare_optimizers, comparison_plot, comparison_table
+    from consortium.train.es import TrainConfig
+    from consortium.train.session import fit_setup
+
+    config = load_pool(pool)
+    train, test = load_task_set(tasks), load_task_set(test_tasks)
+    out.mkdir(parents=True, exist_ok=True)
+    features = default_encoder(cache=out / "features.db")
+    features.encode([t.question for t in test.tasks])
+    setup = fit_setup(
+        features, train, config.names, components=components or None, max_turns=1, roles=("worker",)
+    )
+    train_config = TrainConfig(
+        generations=generations, popsize=popsize, minibatch=minibatch, sigma0=sigma0
+    )
+    scores = asyncio.run(
+        compare_optimizers(
+            config,
+            train,
+            test,
+            setup,
+            out,
+            train_config,
+            list(range(seeds)),
+            on_run=lambda s: err_console.print(
+                f"{s.optimizer} seed {s.seed}: test mean {100 * s.test_mean:.1f}%"
+            ),
+        )
+    )
+    markdown, table = comparison_table(scores, train_config)
+    table.update({"pool": f"{pool} ({train.description})", "train": tasks, "test": test_tasks})
+    (out / "optimizers.json").write_text(json.dumps(table, indent=2))
+    (out / "optimizers.md").write_text(
+        f"# Optimizers for the TRINITY head\n\nPool: {table['pool']}\n\n"
+        f"Train: `{tasks}`; test: `{test_tasks}`.\n\n{markdown}"
+    )
+    comparison_plot(table, out / "optimizers.png")
+    console.print(markdown)
+
+
 @app.command()
 def demo(
     data: Annotated[
@@ -475,12 +533,29 @@ def demo(
     limit: Annotated[int, typer.Option(help="Questions per dataset (0: all).")] = 200,
     seed: Annotated[int, typer.Option(help="Seed of sampling and replay.")] = 0,
     out: Annotated[Path, typer.Option(help="Markdown report.")] = Path("reports/demo.md"),
+    policy: Annotated[
+        Path | None,
+        typer.Option(
+            help="A trained TRINITY policy to add to the table; trained small first if the folder "
+            "holds none. Default: policies/trinity-replay."
+        ),
+    ] = Path("policies/trinity-replay"),
+    trinity: Annotated[bool, typer.Option(help="Include the TRINITY coordinator.")] = True,
     traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
-    """The main job on the replay pool: every single model, a random router and the oracle."""
+    """The main job on the replay pool: the TRINITY coordinator, every single model, a random
+    router and the per-question-best oracle on the recorded test splits."""
     from consortium.demo import run_demo
 
-    run_demo(data, traces=traces, out=out, limit=limit or None, seed=seed, console=console)
+    run_demo(
+        data,
+        traces=traces,
+        out=out,
+        limit=limit or None,
+        seed=seed,
+        console=console,
+        policy=policy if trinity else None,
+    )
 
 
 @traces_app.command("list")

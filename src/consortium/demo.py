@@ -4,6 +4,7 @@ the per-question-best oracle on the recorded test splits, as one table per recor
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -11,6 +12,7 @@ from rich.progress import Progress
 
 from consortium.coord.base import Coordinator
 from consortium.coord.baselines import RandomRouter, SingleModel
+from consortium.coord.trinity.policy import default_encoder, load_policy
 from consortium.evaluate import ORACLE, EvalReport, evaluate_policies, recorded_expectation
 from consortium.pool import Pool
 from consortium.progress import task_progress
@@ -20,7 +22,10 @@ from consortium.replay.pool import replay_pool, short_name
 from consortium.report import to_markdown, to_rich
 from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
+from consortium.tasks.registry import load_task_set
 from consortium.tasks.replay import ID_DATASETS, OOD_DATASETS, ReplayGrader, load_replay_tasks
+from consortium.train.es import TrainConfig
+from consortium.train.session import fit_setup, train_trinity
 
 SECTIONS: dict[Source, tuple[list[str], dict[str, list[str]]]] = {
     "split2": (
@@ -48,6 +53,7 @@ async def demo_section(
     seed: int,
     concurrency: int,
     progress: Progress,
+    extra: Sequence[Coordinator] = (),
 ) -> EvalReport:
     datasets, groups = SECTIONS[source]
     task_set = load_replay_tasks(
@@ -55,7 +61,8 @@ async def demo_section(
     )
     models = data.models[source]
     config = replay_pool(data, base_url, models, max_concurrency=concurrency)
-    policies: list[Coordinator] = [SingleModel(short_name(m)) for m in models]
+    policies: list[Coordinator] = [*extra]
+    policies += [SingleModel(short_name(m)) for m in models]
     policies.append(RandomRouter([short_name(m) for m in models], seed=seed))
     description = data.description(source)
     run_id = store.start_run(
@@ -91,6 +98,37 @@ async def demo_section(
     )
 
 
+def trinity_policy(
+    data: ReplayData, data_dir: Path, base_url: str, policy: Path, console: Console
+) -> Coordinator:
+    """The trained TRINITY policy in `policy`, or, when there is none yet, a small one trained
+    there now on 200 training questions per in-distribution dataset (a few minutes on 2 cores)."""
+    if not (policy / "policy.json").exists():
+        console.print(f"no trained policy in {policy}: training a small one (30 generations)")
+        task_set = load_task_set(
+            f"replay:data={data_dir}:split=train:limit=200:datasets={','.join(ID_DATASETS)}"
+        )
+        config = replay_pool(data, base_url, data.models["split2"])
+        setup = fit_setup(
+            default_encoder(cache=policy / "features.db"),
+            task_set,
+            config.names,
+            components=16,
+            max_turns=1,
+            roles=("worker",),
+        )
+        asyncio.run(
+            train_trinity(
+                config,
+                task_set,
+                setup,
+                policy,
+                TrainConfig(generations=30, minibatch=80, sigma0=0.5),
+            )
+        )
+    return load_policy(policy)
+
+
 def run_demo(
     data_dir: Path,
     *,
@@ -100,6 +138,7 @@ def run_demo(
     seed: int = 0,
     concurrency: int = 64,
     console: Console | None = None,
+    policy: Path | None = None,
 ) -> list[EvalReport]:
     console = console or Console()
     data = load_replay(data_dir)
@@ -107,6 +146,9 @@ def run_demo(
     reports: list[EvalReport] = []
     with ReplayServerProcess(data_dir, "--seed", str(seed)) as server:
         console.print(f"replay server on {server.base_url}")
+        trinity = (
+            [trinity_policy(data, data_dir, server.base_url, policy, console)] if policy else []
+        )
         with task_progress(console) as progress:
             for source in SECTIONS:
                 if source not in data.models:
@@ -122,6 +164,7 @@ def run_demo(
                             seed=seed,
                             concurrency=concurrency,
                             progress=progress,
+                            extra=trinity if source == "split2" else (),
                         )
                     )
                 )

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from consortium.config import PoolConfig
 from consortium.coord.trinity.encoder import CachedEncoder, StandardizedEncoder, Standardizer
 from consortium.coord.trinity.policy import HeadSetup, save_policy
@@ -30,8 +32,16 @@ def fit_setup(
     components: int | None,
     max_turns: int,
     roles: tuple[str, ...],
+    on_encoded: Callable[[int], None] | None = None,
 ) -> HeadSetup:
-    features = encoder.encode([task.question for task in task_set.tasks])
+    """Encode the training questions (in chunks, reporting each) and fit the standardizer."""
+    questions = [task.question for task in task_set.tasks]
+    chunks = []
+    for start in range(0, len(questions), 256):
+        chunks.append(encoder.encode(questions[start : start + 256]))
+        if on_encoded is not None:
+            on_encoded(len(chunks[-1]))
+    features = np.concatenate(chunks) if chunks else np.zeros((0, encoder.dim))
     standardizer = Standardizer.fit(features, components)
     return HeadSetup(StandardizedEncoder(encoder, standardizer), models, max_turns, roles)
 

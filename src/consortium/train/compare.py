@@ -1,0 +1,110 @@
+"""sep-CMA-ES vs REINFORCE vs random search at the same evaluation budget, over several seeds:
+each trained head is scored greedily on held-out test tasks; mean ± std per optimizer."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from consortium.config import PoolConfig
+from consortium.coord.trinity.policy import HeadSetup
+from consortium.evaluate import run_policy, summarise
+from consortium.pool import Pool
+from consortium.runtime.caller import Caller
+from consortium.tasks.registry import TaskSet
+from consortium.train.es import TrainConfig
+from consortium.train.session import OPTIMIZERS, TITLES, train_trinity
+
+
+@dataclass
+class RunScore:
+    optimizer: str
+    seed: int
+    test_mean: float
+    per_dataset: dict[str, float]
+
+
+async def compare_optimizers(
+    pool_config: PoolConfig,
+    train: TaskSet,
+    test: TaskSet,
+    setup: HeadSetup,
+    out_dir: Path,
+    config: TrainConfig,
+    seeds: Sequence[int],
+    *,
+    on_run: Callable[[RunScore], None] | None = None,
+) -> list[RunScore]:
+    scores: list[RunScore] = []
+    for optimizer in OPTIMIZERS:
+        for seed in seeds:
+            run_dir = out_dir / f"{optimizer}-seed{seed}"
+            state = await train_trinity(
+                pool_config, train, setup, run_dir, replace(config, seed=seed), optimizer=optimizer
+            )
+            async with Pool(pool_config) as pool:
+                caller = Caller(pool, None, "compare")
+                results = await run_policy(
+                    setup.coordinator(state.vector, None, optimizer),
+                    test.tasks,
+                    test.grader,
+                    caller,
+                )
+            summary = summarise(optimizer, results)
+            score = RunScore(
+                optimizer, seed, statistics.fmean(summary.accuracy.values()), summary.accuracy
+            )
+            scores.append(score)
+            if on_run is not None:
+                on_run(score)
+    return scores
+
+
+def comparison_table(scores: Sequence[RunScore], config: TrainConfig) -> tuple[str, dict[str, Any]]:
+    """Markdown and JSON: mean ± std of the test mean (over datasets) per optimizer."""
+    rows: dict[str, Any] = {}
+    lines = [
+        f"Same budget per run: {config.generations} generations x {config.popsize} candidates x "
+        f"{config.minibatch} tasks = {config.budget:,} rollouts.",
+        "",
+        "| optimizer | test mean (%) | runs |",
+        "|---|---|---|",
+    ]
+    for optimizer in OPTIMIZERS:
+        values = [s.test_mean for s in scores if s.optimizer == optimizer]
+        if not values:
+            continue
+        std = statistics.stdev(values) if len(values) > 1 else 0.0
+        rows[optimizer] = {
+            "mean": statistics.fmean(values),
+            "std": std,
+            "runs": values,
+            "seeds": [s.seed for s in scores if s.optimizer == optimizer],
+        }
+        lines.append(
+            f"| {TITLES[optimizer]} | {100 * statistics.fmean(values):.1f} ± "
+            f"{100 * std:.1f} | {len(values)} |"
+        )
+    return "\n".join(lines) + "\n", {"budget_rollouts": config.budget, "optimizers": rows}
+
+
+def comparison_plot(table: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(table["optimizers"])
+    means = [100 * table["optimizers"][n]["mean"] for n in names]
+    stds = [100 * table["optimizers"][n]["std"] for n in names]
+    figure, axis = plt.subplots(figsize=(5, 3.2))
+    axis.bar([TITLES[n] for n in names], means, yerr=stds, capsize=6, color="#4c72b0")
+    axis.set_ylabel("test accuracy, mean over datasets (%)")
+    axis.set_ylim(min(means) - 10, max(means) + 5)
+    axis.set_title(f"Same budget: {table['budget_rollouts']:,} rollouts")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)

@@ -1,0 +1,118 @@
+"""`train trinity`, `eval --policy` and `ask --policy`, end to end on the replay server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from consortium.config import dump_pool
+from consortium.replay.data import ReplayData
+from consortium.replay.launch import ReplayServerProcess
+from consortium.replay.pool import replay_pool
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "consortium", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+
+
+def test_train_eval_ask(
+    replay_server: ReplayServerProcess, replay_data: ReplayData, replay_dir: Path, tmp_path: Path
+) -> None:
+    pool = tmp_path / "pool.toml"
+    pool.write_text(
+        dump_pool(replay_pool(replay_data, replay_server.base_url, replay_data.models["split2"]))
+    )
+    policy = tmp_path / "policy"
+    spec = f"replay:data={replay_dir}:limit=12:datasets=mmlu,gsm8k,cmmlu"
+    trained = cli(
+        "train",
+        "trinity",
+        "--pool",
+        str(pool),
+        "--out",
+        str(policy),
+        "--tasks",
+        f"{spec}:split=train",
+        "--generations",
+        "3",
+        "--popsize",
+        "6",
+        "--minibatch",
+        "9",
+        "--components",
+        "8",
+    )
+    assert trained.returncode == 0, trained.stderr[-2000:]
+    assert "7 models + 3 roles × 8-d feature = 80 parameters" in trained.stderr
+    meta = json.loads((policy / "policy.json").read_text())
+    assert meta["generation"] == 3 and meta["n_params"] == 80
+    assert (policy / "curve.png").stat().st_size > 1000
+    assert len((policy / "curve.csv").read_text().splitlines()) == 4
+
+    resumed = cli(
+        "train",
+        "trinity",
+        "--pool",
+        str(pool),
+        "--out",
+        str(policy),
+        "--tasks",
+        f"{spec}:split=train",
+        "--generations",
+        "4",
+        "--popsize",
+        "6",
+        "--minibatch",
+        "9",
+        "--components",
+        "8",
+        "--resume",
+    )
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert json.loads((policy / "policy.json").read_text())["generation"] == 4
+
+    report = tmp_path / "eval.json"
+    evaluated = cli(
+        "eval",
+        "--pool",
+        str(pool),
+        "--policy",
+        str(policy),
+        "--tasks",
+        f"{spec}:split=test",
+        "--json",
+        str(report),
+        "--traces",
+        f"sqlite:///{tmp_path}/t.db",
+    )
+    assert evaluated.returncode == 0, evaluated.stderr[-2000:]
+    result = json.loads(report.read_text())
+    for key in ("pool", "coordinator", "best_single", "random", "oracle"):
+        assert key in result
+    assert set(result["coordinator"]["per_dataset"]) == {"mmlu", "gsm8k", "cmmlu"}
+    assert result["coordinator"]["id_mean"] is not None
+    assert len(result["policies"]) == 1 + 7 + 1 + 1  # trinity, singles, random, oracle
+
+    question = replay_data.select(datasets=["gsm8k"], split="test")[0].question
+    asked = cli(
+        "ask",
+        "--pool",
+        str(pool),
+        "--policy",
+        str(policy),
+        question,
+        "--traces",
+        f"sqlite:///{tmp_path}/t.db",
+    )
+    assert asked.returncode == 0, asked.stderr[-2000:]
+    assert "The answer is" in asked.stdout and "trinity:policy · 1 call(s)" in asked.stderr
