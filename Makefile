@@ -6,7 +6,7 @@ REPLAY_DATA ?= ../shared/data/routerdc
 BENCHMARKS ?= ../shared/data/benchmarks
 DEMO_ARGS ?=
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench train compare clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,19 +17,26 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 demo: install
-	$(BIN)/consortium demo --data $(REPLAY_DATA) --out reports/demo.md $(DEMO_ARGS)
+	HF_HUB_OFFLINE=1 $(BIN)/consortium demo --data $(REPLAY_DATA) --out reports/demo.md $(DEMO_ARGS)
 
 lint: install
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/ruff format --check src tests bench scripts
 	$(BIN)/mypy
 
 test: lint
 	CONSORTIUM_REPLAY_DATA=$(REPLAY_DATA) CONSORTIUM_BENCHMARKS=$(BENCHMARKS) $(BIN)/pytest -q
 
+train: install
+	HF_HUB_OFFLINE=1 $(BIN)/python scripts/trinity_report.py --data $(REPLAY_DATA)
+
+compare: install
+	HF_HUB_OFFLINE=1 $(BIN)/python scripts/trinity_report.py --data $(REPLAY_DATA) --compare
+
 bench: install
 	$(BIN)/python bench/client_overhead.py --data $(REPLAY_DATA)
 	$(BIN)/python bench/sandbox_throughput.py --humaneval $(BENCHMARKS)/humaneval/HumanEval.jsonl.gz
+	HF_HUB_OFFLINE=1 $(BIN)/python bench/coordinator_latency.py --data $(REPLAY_DATA)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -30,14 +30,24 @@ def run(command: list[str]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
     parser.add_argument("--data", required=True)
     parser.add_argument("--out", default="reports")
     parser.add_argument("--policy", default="policies/trinity-replay")
     parser.add_argument("--generations", type=int, default=60)
     parser.add_argument("--train-limit", type=int, default=0, help="questions per dataset (0: all)")
-    parser.add_argument("--test-limit", type=int, default=500, help="questions per dataset (0: all)")
+    parser.add_argument(
+        "--test-limit", type=int, default=500, help="questions per dataset (0: all)"
+    )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help="instead: sep-CMA-ES vs REINFORCE vs random search, 3 seeds, into "
+        "OUT/optimizers.{md,json,png} (200 questions per dataset each side)",
+    )
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -52,15 +62,57 @@ def main() -> None:
 
         data = load_replay(args.data, sources=["split2"])
         pool.write_text(dump_pool(replay_pool(data, server.base_url, data.models["split2"])))
-        train = [*cli, "train", "trinity", "--pool", str(pool), "--out", args.policy,
-                 "--generations", str(args.generations), "--seed", str(args.seed),
-                 "--tasks", f"replay:data={args.data}:split=train:datasets={ID}{train_limit}"]
-        evaluate = [*cli, "eval", "--pool", str(pool), "--policy", args.policy,
-                    "--tasks", f"replay:data={args.data}:split=test:datasets={ID},{OOD}{test_limit}"
-                    f":seed={args.seed}",
-                    "--json", str(out / "trinity-eval.json"),
-                    "--markdown", str(out / "trinity-eval.md"),
-                    "--traces", f"sqlite:///{out / 'trinity-traces.db'}"]
+        train = [
+            *cli,
+            "train",
+            "trinity",
+            "--pool",
+            str(pool),
+            "--out",
+            args.policy,
+            "--generations",
+            str(args.generations),
+            "--seed",
+            str(args.seed),
+            "--tasks",
+            f"replay:data={args.data}:split=train:datasets={ID}{train_limit}",
+        ]
+        evaluate = [
+            *cli,
+            "eval",
+            "--pool",
+            str(pool),
+            "--policy",
+            args.policy,
+            "--tasks",
+            f"replay:data={args.data}:split=test:datasets={ID},{OOD}{test_limit}:seed={args.seed}",
+            "--json",
+            str(out / "trinity-eval.json"),
+            "--markdown",
+            str(out / "trinity-eval.md"),
+            "--traces",
+            f"sqlite:///{out / 'trinity-traces.db'}",
+        ]
+        if args.compare:
+            compare = [
+                *cli,
+                "train",
+                "compare",
+                "--pool",
+                str(pool),
+                "--out",
+                str(out / "optimizers"),
+                "--generations",
+                "30",
+                "--seeds",
+                "3",
+                "--tasks",
+                f"replay:data={args.data}:split=train:datasets={ID}:limit=200",
+                "--test-tasks",
+                f"replay:data={args.data}:split=test:datasets={ID}:limit=200",
+            ]
+            run(compare)
+            return
         run(train)
         run(evaluate)
     report = json.loads((out / "trinity-eval.json").read_text())
@@ -70,7 +122,9 @@ def main() -> None:
     table = (out / "trinity-eval.md").read_text()
     (out / "trinity-eval.md").write_text(
         f"# TRINITY on the replay pool\n\nMade by `{report['script']}`, which ran:\n\n"
-        + "".join(f"    {c}\n" for c in report["commands"]) + "\n" + table
+        + "".join(f"    {c}\n" for c in report["commands"])
+        + "\n"
+        + table
     )
 
 

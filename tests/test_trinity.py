@@ -277,3 +277,29 @@ async def test_resume_after_interruption_matches_an_uninterrupted_run(
     assert np.array_equal(resumed.vector, whole.vector)
     assert resumed.history == whole.history
     assert not np.allclose(whole.vector, 0)  # it moved
+
+
+async def test_baseline_optimizers_spend_the_same_budget(
+    replay_server: ReplayServerProcess, replay_data: ReplayData
+) -> None:
+    from consortium.train.reinforce import train_reinforce
+    from consortium.train.search import train_random_search
+
+    tasks = load_replay_tasks(
+        replay_data, datasets=list(ID_DATASETS), split="train", limit=12
+    ).tasks
+    features = HashEncoder().encode([t.question for t in tasks])
+    models = [short_name(m) for m in replay_data.models["split2"]]
+    setup = HeadSetup(StandardizedEncoder(HashEncoder(), Standardizer.fit(features)), models)
+    config = TrainConfig(generations=3, popsize=4, minibatch=10, seed=1)
+    pool = Pool(replay_pool(replay_data, replay_server.base_url, replay_data.models["split2"]))
+    caller = Caller(pool, None, "train")
+    es = await train_es(setup, tasks, ReplayGrader(), caller, config)
+    reinforce = await train_reinforce(setup, tasks, ReplayGrader(), caller, config)
+    search = await train_random_search(setup, tasks, ReplayGrader(), caller, config)
+    await pool.aclose()
+    budgets = [s.history[-1]["rollouts"] for s in (es, reinforce, search)]
+    assert budgets == [config.budget] * 3 == [3 * 4 * 10] * 3
+    assert not np.allclose(reinforce.vector, 0)  # the gradient moved it
+    assert np.all(np.abs(search.vector) <= 0.5)  # a U[-0.5, 0.5] draw
+    assert search.history[-1]["population_best"] <= 1.0

@@ -49,7 +49,28 @@ class TrainState:
     optimizer: Any
     history: list[dict[str, float]]
     vector: np.ndarray
-    """The policy so far: the optimizer's mean."""
+    """The policy so far (for sep-CMA-ES, the distribution's mean)."""
+
+    def advance(self, vector: np.ndarray, rewards: np.ndarray, batch_size: int) -> None:
+        """Close a generation: the new policy, and a curve row from each candidate's reward."""
+        self.vector = vector
+        self.generation += 1
+        self.history.append(
+            {
+                "generation": self.generation,
+                "population_mean": float(rewards.mean()),
+                "population_best": float(rewards.max()),
+                "rollouts": float(self.generation * self.config.popsize * batch_size),
+            }
+        )
+
+    def candidate_seeds(self, sample: bool) -> list[int | None]:
+        """Per-candidate seeds of sampled rollouts this generation; None: argmax rollouts."""
+        step = self.generation
+        return [
+            generation_seed(self.config.seed, step, i + 1) if sample else None
+            for i in range(self.config.popsize)
+        ]
 
 
 Progress = Callable[[TrainState], None]
@@ -103,10 +124,7 @@ async def train_es(
         optimizer.reseed_rng(generation_seed(config.seed, step))
         batch = minibatch(tasks, config.minibatch, config.seed, step)
         candidates = [optimizer.ask() for _ in range(config.popsize)]
-        seeds: list[int | None] = [
-            generation_seed(config.seed, step, i + 1) if config.sample else None
-            for i in range(config.popsize)
-        ]
+        seeds = state.candidate_seeds(config.sample)
         results = await score_vectors(
             setup,
             candidates,
@@ -118,16 +136,7 @@ async def train_es(
         )
         rewards = mean_rewards(results)
         optimizer.tell([(c, -float(r)) for c, r in zip(candidates, rewards, strict=True)])
-        state.vector = np.array(optimizer.mean)
-        state.generation += 1
-        state.history.append(
-            {
-                "generation": state.generation,
-                "population_mean": float(rewards.mean()),
-                "population_best": float(rewards.max()),
-                "rollouts": float(state.generation * config.popsize * len(batch)),
-            }
-        )
+        state.advance(np.array(optimizer.mean), rewards, len(batch))
         if checkpoint is not None:
             _save(checkpoint, state)
         if on_generation is not None:

@@ -14,7 +14,7 @@ from consortium.evaluate import TaskResult
 from consortium.runtime.caller import Caller
 from consortium.tasks.base import Grader, Task
 from consortium.train.es import Progress, TrainConfig, TrainState
-from consortium.train.rollouts import generation_seed, minibatch, score_vectors
+from consortium.train.rollouts import minibatch, score_vectors
 
 
 def log_prob_gradient(setup: HeadSetup, vector: np.ndarray, result: TaskResult) -> np.ndarray:
@@ -50,9 +50,7 @@ async def train_reinforce(
     state = TrainState(config, 0, None, [], vector)
     for step in range(config.generations):
         batch = minibatch(tasks, config.minibatch, config.seed, step)
-        seeds: list[int | None] = [
-            generation_seed(config.seed, step, i + 1) for i in range(config.popsize)
-        ]
+        seeds = state.candidate_seeds(sample=True)  # REINFORCE needs sampled actions
         results = await score_vectors(
             setup,
             [vector] * config.popsize,
@@ -74,17 +72,8 @@ async def train_reinforce(
             start=np.zeros(setup.n_params),
         )
         vector = vector + learning_rate * gradient / len(flat)
-        state.vector = vector
-        state.generation = step + 1
         per_rollout = rewards.reshape(config.popsize, len(batch)).mean(axis=1)
-        state.history.append(
-            {
-                "generation": state.generation,
-                "population_mean": float(rewards.mean()),
-                "population_best": float(per_rollout.max()),
-                "rollouts": float(state.generation * config.popsize * len(batch)),
-            }
-        )
+        state.advance(vector, per_rollout, len(batch))
         if on_generation is not None:
             on_generation(state)
     return state

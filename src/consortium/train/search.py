@@ -30,10 +30,7 @@ async def train_random_search(
         rng = np.random.default_rng(generation_seed(config.seed, step))
         candidates = [rng.uniform(-0.5, 0.5, setup.n_params) for _ in range(config.popsize)]
         batch = minibatch(tasks, config.minibatch, config.seed, step)
-        seeds: list[int | None] = [
-            generation_seed(config.seed, step, i + 1) if config.sample else None
-            for i in range(config.popsize)
-        ]
+        seeds = state.candidate_seeds(config.sample)
         rewards = mean_rewards(
             await score_vectors(
                 setup,
@@ -48,16 +45,7 @@ async def train_random_search(
         index = int(np.argmax(rewards))
         if rewards[index] > best_reward:
             best_vector, best_reward = candidates[index], float(rewards[index])
-        state.vector = best_vector
-        state.generation = step + 1
-        state.history.append(
-            {
-                "generation": state.generation,
-                "population_mean": float(rewards.mean()),
-                "population_best": float(rewards.max()),
-                "rollouts": float(state.generation * config.popsize * len(batch)),
-            }
-        )
+        state.advance(best_vector, rewards, len(batch))
         if on_generation is not None:
             on_generation(state)
     return state
