@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import openai
 import pytest
@@ -103,3 +105,33 @@ async def test_streaming_and_length_limit(
     assert short.choices[0].finish_reason == "length"
     assert short.choices[0].message.content == replay_answer(record, MODEL).text[:8]
     await client.close()
+
+
+def test_a_launched_server_dies_with_its_parent(replay_dir: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "import sys, time\n"
+        "from consortium.replay.launch import ReplayServerProcess\n"
+        f"server = ReplayServerProcess({str(replay_dir)!r}, '--sources', 'split2').start()\n"
+        "print(server.port, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    port = int(parent.stdout.readline())
+    assert httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2).status_code == 200
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=0.5)
+        except httpx.HTTPError:
+            return  # gone
+        time.sleep(0.2)
+    raise AssertionError("the replay server outlived the process that started it")

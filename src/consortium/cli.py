@@ -90,6 +90,9 @@ def replay_serve(
     write_pool: Annotated[
         Path | None, typer.Option(help="Write a pool file for this server's models, then serve.")
     ] = None,
+    exit_with_parent: Annotated[
+        bool, typer.Option(help="Stop when the starting process exits (used by the launcher).")
+    ] = False,
     sources: Annotated[
         str,
         typer.Option(
@@ -108,6 +111,7 @@ def replay_serve(
     from consortium.replay.data import SOURCES, load_replay
     from consortium.replay.pool import replay_pool
     from consortium.replay.server import FaultConfig, LatencyModel, ReplayApp, serve
+    from consortium.replay.server import exit_with_parent as watch_parent
 
     if coupling not in ("shared", "independent"):
         raise ConsortiumError("--coupling must be shared or independent")
@@ -136,6 +140,8 @@ def replay_serve(
         f"replay server: {len(recorded.all_models)} models, {len(recorded.records)} recorded "
         f"questions, on http://{host}:{port}/v1 ({recorded.description()})"
     )
+    if exit_with_parent:
+        watch_parent()
     serve(server, host, port)
 
 

@@ -50,6 +50,7 @@ class ReplayServerProcess:
             str(self.data_dir),
             "--port",
             str(self.port),
+            "--exit-with-parent",
             *self.extra_args,
         ]
         self._process = subprocess.Popen(command, stderr=self._log)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import threading
 import time
 import uuid
 from collections import Counter
@@ -245,6 +247,18 @@ async def _stream(
     yield chunk({"role": "assistant", "content": text}, None)
     yield chunk({}, finish, with_usage=True)
     yield "data: [DONE]\n\n"
+
+
+def exit_with_parent() -> None:
+    """Stop this process once the process that started it is gone (no orphaned servers)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
 
 
 def serve(app: ReplayApp, host: str = "127.0.0.1", port: int = 8765) -> None:
