@@ -43,7 +43,13 @@ async def compare_optimizers(
         for seed in seeds:
             run_dir = out_dir / f"{optimizer}-seed{seed}"
             state = await train_trinity(
-                pool_config, train, setup, run_dir, replace(config, seed=seed), optimizer=optimizer
+                pool_config,
+                train,
+                setup,
+                run_dir,
+                replace(config, seed=seed),
+                optimizer=optimizer,
+                cache_path=out_dir / "responses.db",
             )
             async with Pool(pool_config) as pool:
                 caller = Caller(pool, None, "compare")

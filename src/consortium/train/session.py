@@ -56,9 +56,12 @@ async def train_trinity(
     optimizer: str = "es",
     resume: bool = False,
     on_generation: Callable[[TrainState], None] | None = None,
+    cache_path: Path | None = None,
 ) -> TrainState:
+    """Train into `out_dir`; rollouts' responses are cached in `cache_path` (default
+    OUT/responses.db), which runs over the same pool and tasks may share."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    cache = ResponseCache(out_dir / "responses.db")
+    cache = ResponseCache(cache_path or out_dir / "responses.db")
 
     def after(state: TrainState) -> None:
         save_policy(
