@@ -90,6 +90,8 @@ def main() -> None:
             str(out / "trinity-eval.json"),
             "--markdown",
             str(out / "trinity-eval.md"),
+            "--png",
+            str(out / "trinity-eval.png"),
             "--traces",
             f"sqlite:///{out / 'trinity-traces.db'}",
         ]

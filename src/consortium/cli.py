@@ -288,6 +288,7 @@ def evaluate(
         Path | None, typer.Option("--json", help="Write the report as JSON.")
     ] = None,
     markdown: Annotated[Path | None, typer.Option(help="Write the table as Markdown.")] = None,
+    png: Annotated[Path | None, typer.Option(help="Write a bar chart of the group means.")] = None,
     traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
     """Score policies on a task set; print accuracy per dataset, calls, tokens and cost.
@@ -299,7 +300,7 @@ def evaluate(
     from consortium.evaluate import EvalReport, evaluate_policies
     from consortium.pool import Pool
     from consortium.progress import task_progress
-    from consortium.report import to_json, to_markdown, to_rich
+    from consortium.report import plot_report, to_json, to_markdown, to_rich
     from consortium.runtime.caller import Caller
     from consortium.runtime.store import TraceStore
     from consortium.tasks.registry import load_task_set
@@ -356,6 +357,8 @@ def evaluate(
         json_out.write_text(json.dumps(to_json(report), indent=2))
     if markdown:
         markdown.write_text(to_markdown(report))
+    if png:
+        plot_report(to_json(report), png)
 
 
 @train_app.command("trinity")

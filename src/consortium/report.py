@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.table import Table
@@ -116,3 +117,30 @@ def to_json(report: EvalReport) -> dict[str, Any]:
         if name in policies:
             result[key] = policies[name]
     return result
+
+
+def plot_report(report: dict[str, Any], path: Path) -> None:
+    """A bar chart of each policy's mean per dataset group, from `to_json`'s output."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    policies: dict[str, dict[str, Any]] = report["policies"]
+    groups = [k.removesuffix("_mean") for k in next(iter(policies.values())) if k.endswith("_mean")]
+    names = list(policies)
+    figure, axis = plt.subplots(figsize=(max(6.0, 0.8 * len(names)), 4))
+    width = 0.8 / max(len(groups), 1)
+    for index, group in enumerate(groups):
+        values = [100 * (policies[n][f"{group}_mean"] or 0.0) for n in names]
+        axis.bar([i + index * width for i in range(len(names))], values, width, label=group.upper())
+    axis.set_xticks([i + width * (len(groups) - 1) / 2 for i in range(len(names))])
+    axis.set_xticklabels(
+        [n.removeprefix("single:")[:22] for n in names], rotation=35, ha="right", fontsize=8
+    )
+    axis.set_ylabel("accuracy (%)")
+    axis.set_title(str(report["pool"])[:70], fontsize=8)
+    axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
