@@ -237,15 +237,18 @@ class HashEncoder:
         )
 
 
+def hash_setup(data: ReplayData) -> tuple[list[Task], HeadSetup]:
+    """12 training questions per ID dataset and a head over hash features (cheap, deterministic)."""
+    tasks = load_replay_tasks(data, datasets=list(ID_DATASETS), split="train", limit=12).tasks
+    features = HashEncoder().encode([t.question for t in tasks])
+    models = [short_name(m) for m in data.models["split2"]]
+    return tasks, HeadSetup(StandardizedEncoder(HashEncoder(), Standardizer.fit(features)), models)
+
+
 async def test_resume_after_interruption_matches_an_uninterrupted_run(
     replay_server: ReplayServerProcess, replay_data: ReplayData, tmp_path: Path
 ) -> None:
-    tasks = load_replay_tasks(
-        replay_data, datasets=list(ID_DATASETS), split="train", limit=12
-    ).tasks
-    features = HashEncoder().encode([t.question for t in tasks])
-    models = [short_name(m) for m in replay_data.models["split2"]]
-    setup = HeadSetup(StandardizedEncoder(HashEncoder(), Standardizer.fit(features)), models)
+    tasks, setup = hash_setup(replay_data)
     config = TrainConfig(generations=4, popsize=6, minibatch=10, sigma0=0.5, seed=3)
     pool = Pool(replay_pool(replay_data, replay_server.base_url, replay_data.models["split2"]))
     caller = Caller(pool, None, "train")
@@ -285,12 +288,7 @@ async def test_baseline_optimizers_spend_the_same_budget(
     from consortium.train.reinforce import train_reinforce
     from consortium.train.search import train_random_search
 
-    tasks = load_replay_tasks(
-        replay_data, datasets=list(ID_DATASETS), split="train", limit=12
-    ).tasks
-    features = HashEncoder().encode([t.question for t in tasks])
-    models = [short_name(m) for m in replay_data.models["split2"]]
-    setup = HeadSetup(StandardizedEncoder(HashEncoder(), Standardizer.fit(features)), models)
+    tasks, setup = hash_setup(replay_data)
     config = TrainConfig(generations=3, popsize=4, minibatch=10, seed=1)
     pool = Pool(replay_pool(replay_data, replay_server.base_url, replay_data.models["split2"]))
     caller = Caller(pool, None, "train")

@@ -34,24 +34,29 @@ def test_train_eval_ask(
     )
     policy = tmp_path / "policy"
     spec = f"replay:data={replay_dir}:limit=12:datasets=mmlu,gsm8k,cmmlu"
-    trained = cli(
-        "train",
-        "trinity",
-        "--pool",
-        str(pool),
-        "--out",
-        str(policy),
-        "--tasks",
-        f"{spec}:split=train",
-        "--generations",
-        "3",
-        "--popsize",
-        "6",
-        "--minibatch",
-        "9",
-        "--components",
-        "8",
-    )
+
+    def train(generations: int, *extra: str) -> subprocess.CompletedProcess[str]:
+        return cli(
+            "train",
+            "trinity",
+            "--pool",
+            str(pool),
+            "--out",
+            str(policy),
+            "--tasks",
+            f"{spec}:split=train",
+            "--generations",
+            str(generations),
+            "--popsize",
+            "6",
+            "--minibatch",
+            "9",
+            "--components",
+            "8",
+            *extra,
+        )
+
+    trained = train(3)
     assert trained.returncode == 0, trained.stderr[-2000:]
     assert "7 models + 3 roles × 8-d feature = 80 parameters" in trained.stderr
     meta = json.loads((policy / "policy.json").read_text())
@@ -59,25 +64,7 @@ def test_train_eval_ask(
     assert (policy / "curve.png").stat().st_size > 1000
     assert len((policy / "curve.csv").read_text().splitlines()) == 4
 
-    resumed = cli(
-        "train",
-        "trinity",
-        "--pool",
-        str(pool),
-        "--out",
-        str(policy),
-        "--tasks",
-        f"{spec}:split=train",
-        "--generations",
-        "4",
-        "--popsize",
-        "6",
-        "--minibatch",
-        "9",
-        "--components",
-        "8",
-        "--resume",
-    )
+    resumed = train(4, "--resume")
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert json.loads((policy / "policy.json").read_text())["generation"] == 4
 

@@ -51,6 +51,13 @@ TracesOption = Annotated[
 ]
 DEFAULT_TRACES = "sqlite:///consortium-traces.db"
 PoolOption = Annotated[Path, typer.Option("--pool", help="Pool file (TOML) listing the models.")]
+PopsizeOption = Annotated[int, typer.Option(help="Candidates per generation (paper: 32).")]
+MinibatchOption = Annotated[int, typer.Option(help="Training tasks per candidate.")]
+SigmaOption = Annotated[float, typer.Option(help="Initial step size of sep-CMA-ES.")]
+ComponentsOption = Annotated[
+    int,
+    typer.Option(help="Principal components of the feature the head reads (0: the full feature)."),
+]
 
 
 @replay_app.command("serve")
@@ -372,17 +379,12 @@ def train_trinity(
     ],
     out: Annotated[Path, typer.Option(help="Policy directory to write (and resume from).")],
     generations: Annotated[int, typer.Option(help="Generations (iterations).")] = 40,
-    popsize: Annotated[int, typer.Option(help="Candidates per generation (paper: 32).")] = 32,
-    minibatch: Annotated[int, typer.Option(help="Training tasks per candidate.")] = 80,
-    sigma0: Annotated[float, typer.Option(help="Initial step size of sep-CMA-ES.")] = 0.5,
+    popsize: PopsizeOption = 32,
+    minibatch: MinibatchOption = 80,
+    sigma0: SigmaOption = 0.5,
     seed: Annotated[int, typer.Option(help="Seed of everything random.")] = 0,
     optimizer: Annotated[str, typer.Option(help="es (sep-CMA-ES), reinforce or random.")] = "es",
-    components: Annotated[
-        int,
-        typer.Option(
-            help="Principal components of the feature the head reads (0: the full feature)."
-        ),
-    ] = 16,
+    components: ComponentsOption = 16,
     max_turns: Annotated[int, typer.Option(help="Turns per task (paper: 5).")] = 1,
     roles: Annotated[str, typer.Option(help="Roles the head may pick.")] = "worker",
     sample: Annotated[
@@ -483,10 +485,10 @@ def train_compare(
     out: Annotated[Path, typer.Option(help="Folder for the runs and the comparison report.")],
     seeds: Annotated[int, typer.Option(help="Seeds per optimizer.")] = 3,
     generations: Annotated[int, typer.Option(help="Generations (iterations) per run.")] = 30,
-    popsize: Annotated[int, typer.Option(help="Candidates (or rollouts) per generation.")] = 32,
-    minibatch: Annotated[int, typer.Option(help="Training tasks per candidate.")] = 80,
-    sigma0: Annotated[float, typer.Option(help="Initial step size of sep-CMA-ES.")] = 0.5,
-    components: Annotated[int, typer.Option(help="Feature components (0: all).")] = 16,
+    popsize: PopsizeOption = 32,
+    minibatch: MinibatchOption = 80,
+    sigma0: SigmaOption = 0.5,
+    components: ComponentsOption = 16,
 ) -> None:
     """sep-CMA-ES vs REINFORCE vs random search at the same budget, mean ± std over seeds."""
     from consortium.coord.trinity.policy import default_encoder

@@ -76,6 +76,29 @@ class TrainState:
 Progress = Callable[[TrainState], None]
 
 
+async def score_generation(
+    setup: HeadSetup,
+    candidates: Sequence[np.ndarray],
+    tasks: Sequence[Task],
+    grader: Grader,
+    caller: Caller,
+    state: TrainState,
+) -> tuple[np.ndarray, list[Task]]:
+    """Each candidate's mean reward on this generation's minibatch, and the minibatch."""
+    config = state.config
+    batch = minibatch(tasks, config.minibatch, config.seed, state.generation)
+    results = await score_vectors(
+        setup,
+        candidates,
+        batch,
+        grader,
+        caller,
+        sample_seeds=state.candidate_seeds(config.sample),
+        concurrency=config.concurrency,
+    )
+    return mean_rewards(results), batch
+
+
 def _save(path: Path, state: TrainState) -> None:
     temporary = path.with_suffix(".tmp")
     temporary.write_bytes(pickle.dumps(state))
@@ -122,19 +145,8 @@ async def train_es(
         step = state.generation
         # cmaes does not pickle its RNG; reseeding per generation keeps resumed runs identical.
         optimizer.reseed_rng(generation_seed(config.seed, step))
-        batch = minibatch(tasks, config.minibatch, config.seed, step)
         candidates = [optimizer.ask() for _ in range(config.popsize)]
-        seeds = state.candidate_seeds(config.sample)
-        results = await score_vectors(
-            setup,
-            candidates,
-            batch,
-            grader,
-            caller,
-            sample_seeds=seeds,
-            concurrency=config.concurrency,
-        )
-        rewards = mean_rewards(results)
+        rewards, batch = await score_generation(setup, candidates, tasks, grader, caller, state)
         optimizer.tell([(c, -float(r)) for c, r in zip(candidates, rewards, strict=True)])
         state.advance(np.array(optimizer.mean), rewards, len(batch))
         if checkpoint is not None:

@@ -11,8 +11,8 @@ import numpy as np
 from consortium.coord.trinity.policy import HeadSetup
 from consortium.runtime.caller import Caller
 from consortium.tasks.base import Grader, Task
-from consortium.train.es import Progress, TrainConfig, TrainState
-from consortium.train.rollouts import generation_seed, mean_rewards, minibatch, score_vectors
+from consortium.train.es import Progress, TrainConfig, TrainState, score_generation
+from consortium.train.rollouts import generation_seed
 
 
 async def train_random_search(
@@ -29,19 +29,7 @@ async def train_random_search(
     for step in range(config.generations):
         rng = np.random.default_rng(generation_seed(config.seed, step))
         candidates = [rng.uniform(-0.5, 0.5, setup.n_params) for _ in range(config.popsize)]
-        batch = minibatch(tasks, config.minibatch, config.seed, step)
-        seeds = state.candidate_seeds(config.sample)
-        rewards = mean_rewards(
-            await score_vectors(
-                setup,
-                candidates,
-                batch,
-                grader,
-                caller,
-                sample_seeds=seeds,
-                concurrency=config.concurrency,
-            )
-        )
+        rewards, batch = await score_generation(setup, candidates, tasks, grader, caller, state)
         index = int(np.argmax(rewards))
         if rewards[index] > best_reward:
             best_vector, best_reward = candidates[index], float(rewards[index])
