@@ -164,3 +164,45 @@ def test_eval_writes_json_and_markdown(pool_file: Path, tmp_path: Path, replay_d
     assert set(metamath["per_dataset"]) == {"mmlu", "gsm8k"}
     assert metamath["tasks"] == 60 and metamath["calls"] == 60 and metamath["errors"] == 0
     assert "| single:MetaMath-Mistral-7B |" in (tmp_path / "r.md").read_text()
+
+
+def test_eval_caps_are_enforced(pool_file: Path, tmp_path: Path, replay_dir: Path) -> None:
+    env = {"CONSORTIUM_PLANTED_KEY": PLANTED_KEY, "CONSORTIUM_TRACES": f"sqlite:///{tmp_path}/t.db"}
+    spec = f"replay:data={replay_dir}:datasets=gsm8k:limit=20"
+    capped = cli(
+        "eval",
+        "--pool",
+        str(pool_file),
+        "--tasks",
+        spec,
+        "--policy",
+        "single:MetaMath-Mistral-7B",
+        "--max-cost",
+        "0.0001",
+        "--concurrency",
+        "1",
+        "--json",
+        str(tmp_path / "r.json"),
+        env=env,
+    )
+    assert capped.returncode == 0, capped.stderr
+    report = json.loads((tmp_path / "r.json").read_text())["policies"]["single:MetaMath-Mistral-7B"]
+    assert report["cost"] <= 0.0003  # each call reserves its worst case before it is made
+    assert 0 < report["errors"] < 20 and report["calls"] == 20 - report["errors"]
+    none = cli(
+        "eval",
+        "--pool",
+        str(pool_file),
+        "--tasks",
+        spec,
+        "--policy",
+        "random",
+        "--task-max-calls",
+        "0",
+        "--json",
+        str(tmp_path / "n.json"),
+        env=env,
+    )
+    assert none.returncode == 0, none.stderr
+    report = json.loads((tmp_path / "n.json").read_text())["policies"]["random"]
+    assert report["calls"] == 0 and report["errors"] == 20

@@ -51,6 +51,17 @@ TracesOption = Annotated[
 ]
 DEFAULT_TRACES = "sqlite:///consortium-traces.db"
 PoolOption = Annotated[Path, typer.Option("--pool", help="Pool file (TOML) listing the models.")]
+MaxCostOption = Annotated[
+    float | None,
+    typer.Option(help="Cap on the run's cost in USD; a call that could exceed it is not made."),
+]
+TaskCallsOption = Annotated[int | None, typer.Option(help="Cap on calls per task.")]
+TaskTokensOption = Annotated[
+    int | None,
+    typer.Option(
+        help="Cap on tokens per task (worst case of each call reserved before it is made)."
+    ),
+]
 PopsizeOption = Annotated[int, typer.Option(help="Candidates per generation (paper: 32).")]
 MinibatchOption = Annotated[int, typer.Option(help="Training tasks per candidate.")]
 SigmaOption = Annotated[float, typer.Option(help="Initial step size of sep-CMA-ES.")]
@@ -296,6 +307,9 @@ def evaluate(
     ] = None,
     markdown: Annotated[Path | None, typer.Option(help="Write the table as Markdown.")] = None,
     png: Annotated[Path | None, typer.Option(help="Write a bar chart of the group means.")] = None,
+    max_cost: MaxCostOption = None,
+    task_max_calls: TaskCallsOption = None,
+    task_max_tokens: TaskTokensOption = None,
     traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
     """Score policies on a task set; print accuracy per dataset, calls, tokens and cost.
@@ -308,6 +322,7 @@ def evaluate(
     from consortium.pool import Pool
     from consortium.progress import task_progress
     from consortium.report import plot_report, to_json, to_markdown, to_rich
+    from consortium.runtime.budget import Budget, Limits
     from consortium.runtime.caller import Caller
     from consortium.runtime.store import TraceStore
     from consortium.tasks.registry import load_task_set
@@ -327,7 +342,7 @@ def evaluate(
 
     async def go() -> EvalReport:
         async with Pool(config) as members:
-            caller = Caller(members, store, run_id)
+            caller = Caller(members, store, run_id, budget=Budget(Limits(max_cost=max_cost)))
             with task_progress(err_console) as progress:
                 bar = progress.add_task(
                     f"{len(coordinators)} policies", total=len(task_set.tasks) * len(coordinators)
@@ -338,6 +353,7 @@ def evaluate(
                     task_set.grader,
                     caller,
                     concurrency=concurrency,
+                    task_limits=Limits(max_calls=task_max_calls, max_tokens=task_max_tokens),
                     on_done=lambda _result: progress.advance(bar),
                 )
         datasets = list(dict.fromkeys(t.dataset for t in task_set.tasks))
