@@ -178,7 +178,7 @@ def test_eval_caps_are_enforced(pool_file: Path, tmp_path: Path, replay_dir: Pat
         "--policy",
         "single:MetaMath-Mistral-7B",
         "--max-cost",
-        "0.0001",
+        "0.0003",
         "--concurrency",
         "1",
         "--json",
