@@ -129,7 +129,11 @@ class ReplayData:
             if source is None or folder.endswith(_FOLDERS[source]):
                 folders.setdefault(folder, []).append(name)
         listed = "; ".join(f"{folder}/: {', '.join(names)}" for folder, names in folders.items())
-        return f"replay of recorded outcomes ({listed})"
+        # The declared simulation parameters travel with every report that names this pool.
+        return (
+            f"replay of recorded outcomes ({listed}; every role replays the recorded answer, "
+            "no Thinker/Verifier simulation)"
+        )
 
 
 def load_replay(data_dir: str | Path, sources: Sequence[Source] = SOURCES) -> ReplayData:
