@@ -89,3 +89,57 @@ async def test_an_unreachable_endpoint_is_named(replay_data: ReplayData) -> None
     with pytest.raises(AgentError, match=r"cannot reach http://127\.0\.0\.1"):
         await agent.chat([user("hello")])
     await agent.aclose()
+
+
+@pytest.fixture(scope="module")
+def garbage_server(replay_dir: Path) -> Iterator[ReplayServerProcess]:
+    args = ("--sources", "split2", "--garbage-rate", "0.3")
+    with ReplayServerProcess(replay_dir, *args) as server:
+        yield server
+
+
+async def test_broken_bodies_are_retried_and_change_no_answer(
+    garbage_server: ReplayServerProcess, replay_data: ReplayData
+) -> None:
+    config = replay_pool(replay_data, garbage_server.base_url, [MODEL], max_retries=6).models[0]
+    agent = OpenAIAgent(config)
+    records = replay_data.select(datasets=["gsm8k"], split="test")[:100]
+    completions = await asyncio.gather(*(agent.chat([user(r.question)]) for r in records))
+    await agent.aclose()
+    for record, completion in zip(records, completions, strict=True):
+        assert completion.text == replay_answer(record, MODEL).text
+    faults = garbage_server.stats()["faults"]
+    assert isinstance(faults, dict)
+    assert faults.get("malformed", 0) > 0 and faults.get("empty", 0) > 0
+
+
+async def test_broken_bodies_without_retries_are_agent_errors(
+    garbage_server: ReplayServerProcess, replay_data: ReplayData
+) -> None:
+    config = replay_pool(replay_data, garbage_server.base_url, [MODEL], max_retries=0).models[0]
+    agent = OpenAIAgent(config)
+    records = replay_data.select(datasets=["gsm8k"], split="train")[:60]
+    results = await asyncio.gather(
+        *(agent.chat([user(r.question)]) for r in records), return_exceptions=True
+    )
+    await agent.aclose()
+    failures = [r for r in results if isinstance(r, BaseException)]
+    assert failures and all(isinstance(f, AgentError) for f in failures)  # never a raw JSON error
+    assert {("malformed body" in str(f)) or ("no choices" in str(f)) for f in failures} == {True}
+
+
+async def test_the_circuit_opens_after_failures_in_a_row(replay_data: ReplayData) -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    base = replay_pool(replay_data, url, [MODEL], max_retries=0).models[0]
+    agent = OpenAIAgent(base.model_copy(update={"circuit_failures": 2, "circuit_cooldown": 60}))
+    for _ in range(2):
+        with pytest.raises(AgentError, match="cannot reach"):
+            await agent.chat([user("hello")])
+    started = time.monotonic()
+    with pytest.raises(AgentError, match="circuit open after 2 failures in a row"):
+        await agent.chat([user("hello")])
+    assert time.monotonic() - started < 0.05  # refused without a connection attempt
+    agent.breaker.cooldown = 0.0
+    with pytest.raises(AgentError, match="cannot reach"):
+        await agent.chat([user("hello")])  # after the cooldown it tries again
+    await agent.aclose()

@@ -105,6 +105,10 @@ def replay_serve(
     ] = 0.0,
     hang_seconds: Annotated[float, typer.Option(help="How long a stalled request waits.")] = 30.0,
     fault_seed: Annotated[int, typer.Option(help="Seed of the injected faults.")] = 0,
+    garbage_rate: Annotated[
+        float,
+        typer.Option(help="Fraction of requests answered 200 with a malformed body or no choices."),
+    ] = 0.0,
     write_pool: Annotated[
         Path | None, typer.Option(help="Write a pool file for this server's models, then serve.")
     ] = None,
@@ -152,7 +156,7 @@ def replay_serve(
         seed=seed,
         coupling=coupling,  # type: ignore[arg-type]
         latency=LatencyModel(latency_base, latency_per_token),
-        faults=FaultConfig(error_rate, codes, timeout_rate, hang_seconds, fault_seed),
+        faults=FaultConfig(error_rate, codes, timeout_rate, hang_seconds, garbage_rate, fault_seed),
     )
     err_console.print(
         f"replay server: {len(recorded.all_models)} models, {len(recorded.records)} recorded "

@@ -38,6 +38,9 @@ class ModelConfig(BaseModel):
     timeout: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=3, ge=0)
     max_tokens: int = Field(default=1024, ge=1)
+    circuit_failures: int = Field(default=5, ge=1)
+    """Failed calls in a row after which the model is skipped for `circuit_cooldown` seconds."""
+    circuit_cooldown: float = Field(default=30.0, ge=0)
     strengths: str | None = None
 
     def api_key(self) -> str:

@@ -8,6 +8,8 @@ limit, the timeout from the pool file and the translation of failures into `Agen
 from __future__ import annotations
 
 import asyncio
+import json
+import random
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -16,7 +18,12 @@ import openai
 
 from consortium.config import ModelConfig
 from consortium.errors import AgentError
+from consortium.pool.breaker import CircuitBreaker
 from consortium.types import Completion, Message, Usage
+
+
+class _BrokenResponse(Exception):
+    """A 200 answer that cannot be used: malformed JSON or no choices. Retried like a 5xx."""
 
 
 class OpenAIAgent:
@@ -24,6 +31,7 @@ class OpenAIAgent:
         self.name = config.name
         self.config = config
         self._limit = asyncio.Semaphore(config.max_concurrency)
+        self.breaker = CircuitBreaker(config.circuit_failures, config.circuit_cooldown)
         # The key is handed to the SDK and kept nowhere else in Consortium.
         self._client = openai.AsyncOpenAI(
             base_url=str(config.base_url),
@@ -33,6 +41,38 @@ class OpenAIAgent:
         )
 
     async def chat(self, messages: Sequence[Message], **params: Any) -> Completion:
+        if not self.breaker.allow():
+            raise AgentError(
+                self.name,
+                f"circuit open after {self.breaker.failures} failures in a row; "
+                f"next try in {self.breaker.retry_in():.0f}s",
+            )
+        try:
+            completion = await self._chat_retrying_broken(messages, **params)
+        except AgentError as error:
+            # A 4xx other than 408/409/429 is the request's fault, not the endpoint's.
+            self.breaker.record(
+                ok=error.status is not None
+                and 400 <= error.status < 500
+                and error.status not in (408, 409, 429)
+            )
+            raise
+        self.breaker.record(ok=True)
+        return completion
+
+    async def _chat_retrying_broken(self, messages: Sequence[Message], **params: Any) -> Completion:
+        """The SDK retries HTTP errors; broken 200 answers are retried here, with the same
+        budget of attempts and a short jittered backoff."""
+        for attempt in range(self.config.max_retries + 1):
+            try:
+                return await self._chat_once(messages, **params)
+            except _BrokenResponse as broken:
+                if attempt == self.config.max_retries:
+                    raise AgentError(self.name, f"{broken} ({attempt + 1} attempts)") from None
+                await asyncio.sleep(0.05 * 2**attempt * (0.5 + random.random()))
+        raise AssertionError("unreachable")
+
+    async def _chat_once(self, messages: Sequence[Message], **params: Any) -> Completion:
         params.setdefault("max_tokens", self.config.max_tokens)
         async with self._limit:
             started = time.perf_counter()
@@ -51,6 +91,8 @@ class OpenAIAgent:
                 raise AgentError(
                     self.name, f"cannot reach {self.config.base_url}: {error.message}"
                 ) from None
+            except (json.JSONDecodeError, openai.APIResponseValidationError):
+                raise _BrokenResponse("the endpoint returned a malformed body") from None
             except openai.APIStatusError as error:
                 raise AgentError(
                     self.name,
@@ -59,7 +101,7 @@ class OpenAIAgent:
                 ) from None
             latency = time.perf_counter() - started
         if not response.choices:
-            raise AgentError(self.name, "the endpoint returned no choices")
+            raise _BrokenResponse("the endpoint returned no choices")
         choice = response.choices[0]
         usage = response.usage
         return Completion(

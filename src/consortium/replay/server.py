@@ -48,11 +48,13 @@ class FaultConfig:
     error_codes: tuple[int, ...] = (500, 503, 429)
     timeout_rate: float = 0.0
     hang_seconds: float = 30.0
+    garbage_rate: float = 0.0
+    """Fraction of requests answered 200 with a malformed JSON body or with no choices."""
     seed: int = 0
 
     @property
     def active(self) -> bool:
-        return self.error_rate > 0 or self.timeout_rate > 0
+        return self.error_rate > 0 or self.timeout_rate > 0 or self.garbage_rate > 0
 
 
 @dataclass
@@ -136,7 +138,8 @@ class ReplayApp:
         return JSONResponse(self.stats.as_dict())
 
     def _decide_fault(self, key: tuple[str, str, int]) -> int | str | None:
-        """An HTTP status to fail with, "hang" to stall past the client's timeout, or None."""
+        """An HTTP status to fail with, "hang" to stall past the client's timeout, "malformed" or
+        "empty" for a broken 200 answer, or None."""
         if not self.faults.active:
             return None
         attempt = self._attempts[key]
@@ -147,6 +150,10 @@ class ReplayApp:
             return codes[int(uniform("code", self.faults.seed, *key, attempt) * len(codes))]
         if draw < self.faults.error_rate + self.faults.timeout_rate:
             return "hang"
+        if draw < self.faults.error_rate + self.faults.timeout_rate + self.faults.garbage_rate:
+            return (
+                "malformed" if uniform("kind", self.faults.seed, *key, attempt) < 0.5 else "empty"
+            )
         return None
 
     async def chat(self, request: Request) -> Response:
@@ -184,6 +191,22 @@ class ReplayApp:
         if fault == "hang":
             self.stats.faults["timeout"] += 1
             await asyncio.sleep(self.faults.hang_seconds)
+        if fault == "malformed":
+            self.stats.faults["malformed"] += 1
+            return Response(
+                b'{"id": "chatcmpl-broken", "choices": [', media_type="application/json"
+            )
+        if fault == "empty":
+            self.stats.faults["empty"] += 1
+            return JSONResponse(
+                {
+                    "id": "chatcmpl-empty",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": model,
+                    "choices": [],
+                }
+            )
         answer = replay_answer(record, model, sample=sample, seed=self.seed, coupling=self.coupling)
         text, finish = answer.text, "stop"
         max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
