@@ -76,7 +76,9 @@ class TaskCaller:
             turn=turn,
             role=role,
         )
-        key = cache_key(config.model, messages, params) if self.run.cache else None
+        # The endpoint is part of the key: two servers may serve different weights under one id.
+        endpoint = f"{config.base_url}|{config.model}"
+        key = cache_key(endpoint, messages, params) if self.run.cache else None
         completion = self.run.cache.get(key) if self.run.cache and key else None
         if completion is None:
             try:
