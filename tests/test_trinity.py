@@ -51,6 +51,7 @@ def test_head_argmax_sampling_and_role_mask() -> None:
     feature = np.array([1.0, 0.0])
     assert head.choose(feature)[:2] == (4, 2)
     assert head.choose(feature, roles=("worker", "thinker"))[1] in (0, 1)
+    assert np.array_equal(head.probabilities(feature, roles=("worker",))[1], [1.0, 0.0, 0.0])
     draws = [head.choose(feature, np.random.default_rng(s))[0] for s in range(300)]
     assert 0.9 < draws.count(4) / 300 < 1.0  # sampled, mostly the favourite
 

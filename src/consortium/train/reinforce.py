@@ -8,7 +8,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from consortium.coord.trinity.head import ROLES, softmax
 from consortium.coord.trinity.policy import HeadSetup
 from consortium.evaluate import TaskResult
 from consortium.runtime.caller import Caller
@@ -21,12 +20,8 @@ def log_prob_gradient(setup: HeadSetup, vector: np.ndarray, result: TaskResult) 
     """d log π(trajectory) / d W for the turns of one rollout."""
     head = setup.head(vector)
     gradient = np.zeros_like(head.weights)
-    role_mask = np.array([name in setup.roles for name in ROLES])
     for turn in result.meta.get("turns", []):
-        logits = head.weights @ turn.feature
-        p_model = softmax(logits[: head.n_models])
-        role_logits = np.where(role_mask, logits[head.n_models :], -np.inf)
-        p_role = softmax(role_logits)
+        p_model, p_role = head.probabilities(turn.feature, setup.roles)
         model_part = -p_model
         model_part[turn.model_index] += 1.0
         role_part = -p_role

@@ -47,9 +47,14 @@ class LinearHead:
     def n_params(self) -> int:
         return int(self.weights.size)
 
-    def probabilities(self, feature: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def probabilities(
+        self, feature: np.ndarray, roles: tuple[str, ...] = ROLES
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The model softmax and the role softmax, roles outside `roles` at probability 0."""
         logits = self.weights @ feature
-        return softmax(logits[: self.n_models]), softmax(logits[self.n_models :])
+        role_logits = logits[self.n_models :].copy()
+        role_logits[[i for i, name in enumerate(ROLES) if name not in roles]] = -np.inf
+        return softmax(logits[: self.n_models]), softmax(role_logits)
 
     def choose(
         self,
@@ -62,10 +67,7 @@ class LinearHead:
         Roles outside `roles` are masked out. Confidence is the probability of the chosen model
         times that of the chosen role.
         """
-        logits = self.weights @ feature
-        role_logits = logits[self.n_models :].copy()
-        role_logits[[i for i, name in enumerate(ROLES) if name not in roles]] = -np.inf
-        p_model, p_role = softmax(logits[: self.n_models]), softmax(role_logits)
+        p_model, p_role = self.probabilities(feature, roles)
         if rng is None:
             model, role = int(np.argmax(p_model)), int(np.argmax(p_role))
         else:
