@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -137,27 +138,32 @@ def test_errors_are_one_clear_line(pool_file: Path, tmp_path: Path, replay_dir: 
     one_line_error(cli("traces", "show", "no-such-run", env=env), "no run 'no-such-run'")
 
 
-def test_eval_writes_json_and_markdown(pool_file: Path, tmp_path: Path, replay_dir: Path) -> None:
+def evaluate(pool_file: Path, tmp_path: Path, spec: str, out: str, *options: str) -> dict[str, Any]:
+    """Run `consortium eval` with a planted key and a fresh trace store; its JSON report."""
     env = {"CONSORTIUM_PLANTED_KEY": PLANTED_KEY, "CONSORTIUM_TRACES": f"sqlite:///{tmp_path}/t.db"}
-    spec = f"replay:data={replay_dir}:datasets=mmlu,gsm8k:limit=30"
+    report = tmp_path / out
     result = cli(
-        "eval",
-        "--pool",
-        str(pool_file),
-        "--tasks",
+        "eval", "--pool", str(pool_file), "--tasks", spec, *options, "--json", str(report), env=env
+    )
+    assert result.returncode == 0, result.stderr
+    loaded: dict[str, Any] = json.loads(report.read_text())
+    return loaded
+
+
+def test_eval_writes_json_and_markdown(pool_file: Path, tmp_path: Path, replay_dir: Path) -> None:
+    spec = f"replay:data={replay_dir}:datasets=mmlu,gsm8k:limit=30"
+    report = evaluate(
+        pool_file,
+        tmp_path,
         spec,
+        "r.json",
         "--policy",
         "single:MetaMath-Mistral-7B",
         "--policy",
         "random",
-        "--json",
-        str(tmp_path / "r.json"),
         "--markdown",
         str(tmp_path / "r.md"),
-        env=env,
     )
-    assert result.returncode == 0, result.stderr
-    report = json.loads((tmp_path / "r.json").read_text())
     assert "replay of recorded outcomes" in report["pool"]
     assert set(report["policies"]) == {"single:MetaMath-Mistral-7B", "random"}
     metamath = report["policies"]["single:MetaMath-Mistral-7B"]
@@ -167,42 +173,24 @@ def test_eval_writes_json_and_markdown(pool_file: Path, tmp_path: Path, replay_d
 
 
 def test_eval_caps_are_enforced(pool_file: Path, tmp_path: Path, replay_dir: Path) -> None:
-    env = {"CONSORTIUM_PLANTED_KEY": PLANTED_KEY, "CONSORTIUM_TRACES": f"sqlite:///{tmp_path}/t.db"}
     spec = f"replay:data={replay_dir}:datasets=gsm8k:limit=20"
-    capped = cli(
-        "eval",
-        "--pool",
-        str(pool_file),
-        "--tasks",
+    capped = evaluate(
+        pool_file,
+        tmp_path,
         spec,
+        "r.json",
         "--policy",
         "single:MetaMath-Mistral-7B",
         "--max-cost",
         "0.0003",
         "--concurrency",
         "1",
-        "--json",
-        str(tmp_path / "r.json"),
-        env=env,
     )
-    assert capped.returncode == 0, capped.stderr
-    report = json.loads((tmp_path / "r.json").read_text())["policies"]["single:MetaMath-Mistral-7B"]
+    report = capped["policies"]["single:MetaMath-Mistral-7B"]
     assert report["cost"] <= 0.0003  # each call reserves its worst case before it is made
     assert 0 < report["errors"] < 20 and report["calls"] == 20 - report["errors"]
-    none = cli(
-        "eval",
-        "--pool",
-        str(pool_file),
-        "--tasks",
-        spec,
-        "--policy",
-        "random",
-        "--task-max-calls",
-        "0",
-        "--json",
-        str(tmp_path / "n.json"),
-        env=env,
+    none = evaluate(
+        pool_file, tmp_path, spec, "n.json", "--policy", "random", "--task-max-calls", "0"
     )
-    assert none.returncode == 0, none.stderr
-    report = json.loads((tmp_path / "n.json").read_text())["policies"]["random"]
+    report = none["policies"]["random"]
     assert report["calls"] == 0 and report["errors"] == 20

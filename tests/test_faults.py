@@ -12,37 +12,52 @@ import pytest
 from consortium.errors import AgentError
 from consortium.pool.openai import OpenAIAgent
 from consortium.replay.behaviour import replay_answer
-from consortium.replay.data import ReplayData
+from consortium.replay.data import ReplayData, ReplayRecord
 from consortium.replay.launch import ReplayServerProcess, free_port
 from consortium.replay.pool import replay_pool
-from consortium.types import user
+from consortium.types import Completion, user
 
 MODEL = "cognitivecomputations/dolphin-2.9-llama3-8b"
 
 
+def serve(replay_dir: Path, *faults: str) -> Iterator[ReplayServerProcess]:
+    with ReplayServerProcess(replay_dir, "--sources", "split2", *faults) as server:
+        yield server
+
+
 @pytest.fixture(scope="module")
 def faulty_server(replay_dir: Path) -> Iterator[ReplayServerProcess]:
-    args = ("--sources", "split2", "--error-rate", "0.2", "--error-codes", "500,503,429")
-    with ReplayServerProcess(replay_dir, *args) as server:
-        yield server
+    yield from serve(replay_dir, "--error-rate", "0.2", "--error-codes", "500,503,429")
 
 
 @pytest.fixture(scope="module")
 def hanging_server(replay_dir: Path) -> Iterator[ReplayServerProcess]:
-    args = ("--sources", "split2", "--timeout-rate", "1.0", "--hang-seconds", "20")
-    with ReplayServerProcess(replay_dir, *args) as server:
-        yield server
+    yield from serve(replay_dir, "--timeout-rate", "1.0", "--hang-seconds", "20")
+
+
+async def ask_all(
+    server: ReplayServerProcess, data: ReplayData, *, max_retries: int, split: str, count: int
+) -> tuple[list[ReplayRecord], list[Completion | BaseException]]:
+    """`count` recorded GSM8K questions at once through one agent; failures returned, not raised."""
+    agent = OpenAIAgent(
+        replay_pool(data, server.base_url, [MODEL], max_retries=max_retries).models[0]
+    )
+    records = data.select(datasets=["gsm8k"], split=split)[:count]
+    results = await asyncio.gather(
+        *(agent.chat([user(r.question)]) for r in records), return_exceptions=True
+    )
+    await agent.aclose()
+    return records, list(results)
 
 
 async def test_injected_errors_are_retried_and_change_no_answer(
     faulty_server: ReplayServerProcess, replay_data: ReplayData
 ) -> None:
-    config = replay_pool(replay_data, faulty_server.base_url, [MODEL], max_retries=8).models[0]
-    agent = OpenAIAgent(config)
-    records = replay_data.select(datasets=["gsm8k"], split="test")[:100]
-    completions = await asyncio.gather(*(agent.chat([user(r.question)]) for r in records))
-    await agent.aclose()
+    records, completions = await ask_all(
+        faulty_server, replay_data, max_retries=8, split="test", count=100
+    )
     for record, completion in zip(records, completions, strict=True):
+        assert isinstance(completion, Completion)
         assert completion.text == replay_answer(record, MODEL).text
     faults = faulty_server.stats()["faults"]
     assert isinstance(faults, dict)
@@ -53,13 +68,7 @@ async def test_injected_errors_are_retried_and_change_no_answer(
 async def test_retries_run_out_with_a_clear_error(
     faulty_server: ReplayServerProcess, replay_data: ReplayData
 ) -> None:
-    config = replay_pool(replay_data, faulty_server.base_url, [MODEL], max_retries=0).models[0]
-    agent = OpenAIAgent(config)
-    records = replay_data.select(datasets=["gsm8k"], split="train")[:60]
-    results = await asyncio.gather(
-        *(agent.chat([user(r.question)]) for r in records), return_exceptions=True
-    )
-    await agent.aclose()
+    _, results = await ask_all(faulty_server, replay_data, max_retries=0, split="train", count=60)
     failures = [r for r in results if isinstance(r, AgentError)]
     assert failures, "with no retries some calls must fail"
     assert all(f.status in (500, 503, 429) for f in failures)
@@ -93,20 +102,17 @@ async def test_an_unreachable_endpoint_is_named(replay_data: ReplayData) -> None
 
 @pytest.fixture(scope="module")
 def garbage_server(replay_dir: Path) -> Iterator[ReplayServerProcess]:
-    args = ("--sources", "split2", "--garbage-rate", "0.3")
-    with ReplayServerProcess(replay_dir, *args) as server:
-        yield server
+    yield from serve(replay_dir, "--garbage-rate", "0.3")
 
 
 async def test_broken_bodies_are_retried_and_change_no_answer(
     garbage_server: ReplayServerProcess, replay_data: ReplayData
 ) -> None:
-    config = replay_pool(replay_data, garbage_server.base_url, [MODEL], max_retries=6).models[0]
-    agent = OpenAIAgent(config)
-    records = replay_data.select(datasets=["gsm8k"], split="test")[:100]
-    completions = await asyncio.gather(*(agent.chat([user(r.question)]) for r in records))
-    await agent.aclose()
+    records, completions = await ask_all(
+        garbage_server, replay_data, max_retries=6, split="test", count=100
+    )
     for record, completion in zip(records, completions, strict=True):
+        assert isinstance(completion, Completion)
         assert completion.text == replay_answer(record, MODEL).text
     faults = garbage_server.stats()["faults"]
     assert isinstance(faults, dict)
@@ -116,13 +122,7 @@ async def test_broken_bodies_are_retried_and_change_no_answer(
 async def test_broken_bodies_without_retries_are_agent_errors(
     garbage_server: ReplayServerProcess, replay_data: ReplayData
 ) -> None:
-    config = replay_pool(replay_data, garbage_server.base_url, [MODEL], max_retries=0).models[0]
-    agent = OpenAIAgent(config)
-    records = replay_data.select(datasets=["gsm8k"], split="train")[:60]
-    results = await asyncio.gather(
-        *(agent.chat([user(r.question)]) for r in records), return_exceptions=True
-    )
-    await agent.aclose()
+    _, results = await ask_all(garbage_server, replay_data, max_retries=0, split="train", count=60)
     failures = [r for r in results if isinstance(r, BaseException)]
     assert failures and all(isinstance(f, AgentError) for f in failures)  # never a raw JSON error
     assert {("malformed body" in str(f)) or ("no choices" in str(f)) for f in failures} == {True}
