@@ -11,6 +11,11 @@ price_out = 10.0                    # USD per million output tokens
 max_concurrency = 8
 timeout = 60.0
 strengths = "strong at code and math"
+
+[[models]]                          # an in-process Hugging Face causal LM (e.g. a conductor)
+name = "conductor-7b"
+backend = "local"
+model = "/models/conductor-7b"      # a directory written by save_pretrained
 ```
 """
 
@@ -19,6 +24,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, model_validator
 
@@ -29,7 +35,10 @@ class ModelConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(min_length=1)
-    base_url: HttpUrl
+    backend: Literal["openai", "local"] = "openai"
+    """openai: an OpenAI-compatible endpoint at base_url; local: `model` is a transformers
+    directory (or hub id) run in this process."""
+    base_url: HttpUrl | None = None
     model: str = Field(min_length=1)
     api_key_env: str | None = None
     price_in: float = Field(default=0.0, ge=0)
@@ -42,6 +51,12 @@ class ModelConfig(BaseModel):
     """Failed calls in a row after which the model is skipped for `circuit_cooldown` seconds."""
     circuit_cooldown: float = Field(default=30.0, ge=0)
     strengths: str | None = None
+
+    @model_validator(mode="after")
+    def _endpoint(self) -> ModelConfig:
+        if self.backend == "openai" and self.base_url is None:
+            raise ValueError("base_url is required for an OpenAI-compatible endpoint")
+        return self
 
     def api_key(self) -> str:
         """The key from the environment; a clear error when the variable is missing."""

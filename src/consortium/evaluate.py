@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from consortium.coord.base import Coordinator
+from consortium.coord.conductor.workflow import WorkflowError
 from consortium.errors import AgentError, BudgetExceeded
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller
@@ -76,7 +77,7 @@ async def run_policy(
                 answer, meta = outcome.answer, outcome.meta
                 # Graders may run code or sympy; a thread keeps the event loop answering.
                 grade = await asyncio.to_thread(grader.grade, task, answer)
-            except (AgentError, BudgetExceeded) as failure:
+            except (AgentError, BudgetExceeded, WorkflowError) as failure:
                 error = str(failure)
                 grade = Grade(False, 0.0, f"no answer: {error}")
             budget = task_caller.budget

@@ -8,12 +8,20 @@ from consortium.pool.base import Agent
 from consortium.pool.openai import OpenAIAgent
 
 
+def build_agent(config: ModelConfig) -> Agent:
+    if config.backend == "local":
+        from consortium.pool.local import LocalAgent
+
+        return LocalAgent(config)
+    return OpenAIAgent(config)
+
+
 class Pool:
     """The agents of a pool configuration, by name."""
 
     def __init__(self, config: PoolConfig, agents: dict[str, Agent] | None = None) -> None:
         self.config = config
-        self.agents: dict[str, Agent] = agents or {m.name: OpenAIAgent(m) for m in config.models}
+        self.agents: dict[str, Agent] = agents or {m.name: build_agent(m) for m in config.models}
 
     @property
     def names(self) -> list[str]:

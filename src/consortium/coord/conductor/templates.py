@@ -1,0 +1,141 @@
+"""Baselines written in the workflow language, so they run through the same executor and traces:
+single model, majority vote, mixture-of-agents, debate and self-reflection."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from consortium.coord.base import Outcome
+from consortium.coord.conductor.executor import WorkflowExecutor
+from consortium.coord.conductor.workflow import Access, Workflow, build
+from consortium.runtime.caller import TaskCaller
+from consortium.tasks.base import Task
+
+ANSWER = "Answer the question. End with 'The answer is …'."
+
+
+def single(model: str) -> Workflow:
+    return build([model], [ANSWER], [()])
+
+
+def majority_vote(voters: Sequence[str], judge: str) -> Workflow:
+    """Independent answers, then a judge who reports the answer most of them give."""
+    n = len(voters)
+    return build(
+        [*voters, judge],
+        [ANSWER] * n
+        + [
+            "Several independent answers to the question are above. Report the final answer "
+            "that most of them agree on. End with 'The answer is …'."
+        ],
+        [*([()] * n), "all"],
+    )
+
+
+def mixture_of_agents(proposers: Sequence[str], aggregator: str, layers: int = 1) -> Workflow:
+    """MoA: `layers` layers of proposers, each seeing the whole previous layer, then the
+    aggregator, who sees the last layer."""
+    n = len(proposers)
+    models: list[str] = []
+    subtasks: list[str] = []
+    access: list[Access] = []
+    previous: tuple[int, ...] = ()
+    for layer in range(layers):
+        for proposer in proposers:
+            models.append(proposer)
+            subtasks.append(
+                ANSWER
+                if layer == 0
+                else "Answers of other models are above. Use what is right in them and give an "
+                "improved answer. End with 'The answer is …'."
+            )
+            access.append(previous)
+        previous = tuple(range(layer * n, (layer + 1) * n))
+    models.append(aggregator)
+    subtasks.append(
+        "Responses of several models are above. Synthesise them into one accurate, complete "
+        "answer; do not trust any of them blindly. End with 'The answer is …'."
+    )
+    access.append(previous)
+    return build(models, subtasks, access)
+
+
+def debate(debaters: Sequence[str], rounds: int = 2) -> Workflow:
+    """Independent answers, then rounds in which each debater sees the previous round and
+    defends or revises; the first debater closes with the final answer."""
+    n = len(debaters)
+    models: list[str] = []
+    subtasks: list[str] = []
+    access: list[Access] = []
+    previous: tuple[int, ...] = ()
+    for round_ in range(rounds):
+        for debater in debaters:
+            models.append(debater)
+            subtasks.append(
+                ANSWER
+                if round_ == 0
+                else "Other debaters' answers are above. Point out their errors or your own, "
+                "then give your updated answer. End with 'The answer is …'."
+            )
+            access.append(previous)
+        previous = tuple(range(round_ * n, (round_ + 1) * n))
+    models.append(debaters[0])
+    subtasks.append(
+        "The debate's last round is above. Give the final answer the debate supports. End with "
+        "'The answer is …'."
+    )
+    access.append(previous)
+    return build(models, subtasks, access)
+
+
+def self_reflection(model: str, rounds: int = 1) -> Workflow:
+    """Answer, then `rounds` of critique and revision by the same model."""
+    models = [model]
+    subtasks = [ANSWER]
+    access: list[Access] = [()]
+    for _ in range(rounds):
+        models += [model, model]
+        subtasks += [
+            "Critique the latest answer above: find mistakes or gaps. Do not rewrite it.",
+            "Revise the answer in light of the critique above. End with 'The answer is …'.",
+        ]
+        last = len(models) - 3
+        access += [(last,), (last, last + 1)]
+    return build(models, subtasks, access)
+
+
+class WorkflowCoordinator:
+    """Runs one fixed workflow on every task."""
+
+    def __init__(
+        self, workflow: Workflow, name: str, executor: WorkflowExecutor | None = None
+    ) -> None:
+        self.workflow = workflow
+        self.name = name
+        self.executor = executor or WorkflowExecutor()
+
+    async def run(self, task: Task, caller: TaskCaller) -> Outcome:
+        run = await self.executor.run(self.workflow, task.question, caller)
+        return Outcome(run.answer, {"workflow": run})
+
+
+TEMPLATES = ("single", "vote", "moa", "debate", "reflect")
+
+
+def template(kind: str, models: Sequence[str]) -> Workflow:
+    """A named baseline over `models` (the first is the aggregator, judge or reflector)."""
+    if not models:
+        raise ValueError("a workflow template needs at least one model")
+    lead = models[0]
+    others = list(models[1:]) or [lead]
+    if kind == "single":
+        return single(lead)
+    if kind == "vote":
+        return majority_vote(list(models), lead)
+    if kind == "moa":
+        return mixture_of_agents(others, lead)
+    if kind == "debate":
+        return debate(list(models[:3]) if len(models) > 1 else [lead, lead])
+    if kind == "reflect":
+        return self_reflection(lead)
+    raise ValueError(f"unknown workflow template {kind!r}; known: {', '.join(TEMPLATES)}")

@@ -1,0 +1,285 @@
+"""The Conductor's workflow language: three aligned Python lists in a model's text.
+
+```
+model_id = [0, 2, 1]
+subtasks = ["Solve the problem.", "Solve it another way.", "Compare both and give the answer."]
+access_list = [[], [], "all"]
+```
+
+`model_id[i]` names the worker of step i ("Model 0..k" of the prompt, or a pool name),
+`subtasks[i]` is its instruction and `access_list[i]` says which earlier steps it sees: `"all"`,
+`[]` (none) or a list of earlier step indices. The lists are read with `ast.literal_eval` only:
+nothing in a model's text is ever executed. A `<think>…</think>` block before the lists is
+skipped. Every violation is a `WorkflowError` subclass naming the step and the field.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from consortium.errors import ConsortiumError
+
+FIELDS = ("model_id", "subtasks", "access_list")
+MAX_LIST_CHARS = 200_000
+"""Longer lists are refused before parsing: no conductor needs them, and they cost memory."""
+
+Access = Literal["all"] | tuple[int, ...]
+
+
+class WorkflowError(ConsortiumError):
+    """A conductor's workflow cannot be run; `step` and `field` say where (when known)."""
+
+    def __init__(self, message: str, *, step: int | None = None, field: str | None = None) -> None:
+        where = ", ".join(
+            part for part in (f"step {step}" if step is not None else "", field or "") if part
+        )
+        super().__init__(f"workflow: {where}: {message}" if where else f"workflow: {message}")
+        self.step = step
+        self.field = field
+
+
+class WorkflowSyntaxError(WorkflowError):
+    """A list is missing, unbalanced or not a Python literal."""
+
+
+class WorkflowShapeError(WorkflowError):
+    """The lists differ in length, are empty, or hold more steps than allowed."""
+
+
+class WorkflowModelError(WorkflowError):
+    """A model id is not a worker of this pool (or the conductor, when recursion is off)."""
+
+
+class WorkflowSubtaskError(WorkflowError):
+    """A subtask is not a non-empty string."""
+
+
+class WorkflowAccessError(WorkflowError):
+    """An access entry is malformed or refers to the step itself or a later one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    index: int
+    model: str
+    """Pool name of the worker; the conductor's own name for a recursive step."""
+    subtask: str
+    access: Access
+    recursive: bool = False
+
+    @property
+    def visible(self) -> tuple[int, ...]:
+        """Indices of the earlier steps whose subtask and output this step sees."""
+        return tuple(range(self.index)) if self.access == "all" else self.access
+
+
+@dataclass(frozen=True, slots=True)
+class Workflow:
+    steps: tuple[Step, ...]
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def critical_path(self, durations: Sequence[float]) -> float:
+        """The longest chain of `durations` through the dependencies: the ideal wall time."""
+        finish: list[float] = []
+        for step in self.steps:
+            start = max((finish[j] for j in step.visible), default=0.0)
+            finish.append(start + durations[step.index])
+        return max(finish, default=0.0)
+
+    def to_text(self, roster: Sequence[str]) -> str:
+        """The workflow in the conductor's format, model ids as indices into `roster`."""
+        ids = [len(roster) if s.recursive else roster.index(s.model) for s in self.steps]
+        subtasks = [s.subtask for s in self.steps]
+        access: list[object] = ["all" if s.access == "all" else list(s.access) for s in self.steps]
+        return f"model_id = {ids!r}\nsubtasks = {subtasks!r}\naccess_list = {access!r}"
+
+
+def build(
+    models: Sequence[str],
+    subtasks: Sequence[str],
+    access: Sequence[Access | list[int]],
+    *,
+    recursive: str | None = None,
+) -> Workflow:
+    """A workflow from Python values (templates, tests); checked like a parsed one."""
+    if not len(models) == len(subtasks) == len(access):
+        raise WorkflowShapeError("models, subtasks and access differ in length")
+    steps = []
+    for index, (model, subtask, entry) in enumerate(zip(models, subtasks, access, strict=True)):
+        steps.append(
+            Step(
+                index,
+                model,
+                subtask,
+                _access(entry, index),
+                recursive=recursive is not None and model == recursive,
+            )
+        )
+    return Workflow(tuple(steps))
+
+
+_THINK_END = re.compile(r"</think\s*>", re.IGNORECASE)
+
+
+def _body(text: str) -> str:
+    """The text after the last `</think>` (all of it when there is none)."""
+    ends = list(_THINK_END.finditer(text))
+    return text[ends[-1].end() :] if ends else text
+
+
+def _list_source(body: str, name: str) -> str:
+    """The source of the last `name = [...]` (or `"name": [...]`) in `body`."""
+    pattern = re.compile(r"""["']?\b""" + name + r"""\b["']?\s*[:=]\s*\[""")
+    matches = list(pattern.finditer(body))
+    if not matches:
+        raise WorkflowSyntaxError(f"no `{name} = [...]` list found", field=name)
+    start = matches[-1].end() - 1
+    depth = 0
+    quote: str | None = None
+    escaped = False
+    limit = min(len(body), start + MAX_LIST_CHARS)
+    for position in range(start, limit):
+        char = body[position]
+        if quote is not None:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = None
+        elif char in "\"'":
+            quote = char
+        elif char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+            if depth == 0:
+                return body[start : position + 1]
+    if limit < len(body):
+        raise WorkflowSyntaxError(f"list longer than {MAX_LIST_CHARS:,} characters", field=name)
+    raise WorkflowSyntaxError("list is not closed (missing ']')", field=name)
+
+
+def _literal(source: str, name: str) -> list[object]:
+    try:
+        value = ast.literal_eval(source)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as error:
+        reason = type(error).__name__
+        raise WorkflowSyntaxError(f"not a Python literal list ({reason})", field=name) from None
+    if not isinstance(value, list):
+        raise WorkflowSyntaxError("not a list", field=name)
+    return value
+
+
+def _model(
+    value: object, index: int, roster: Sequence[str], conductor: str | None
+) -> tuple[str, bool]:
+    """The step's model name, and whether it is the conductor itself (a recursive step)."""
+    names = [*roster, conductor] if conductor is not None else list(roster)
+    if isinstance(value, bool):
+        raise WorkflowModelError(f"{value!r} is not a model id", step=index, field="model_id")
+    if isinstance(value, int):
+        if 0 <= value < len(names):
+            return names[value], value == len(roster)
+        raise WorkflowModelError(
+            f"model {value} is out of range (models 0..{len(names) - 1})",
+            step=index,
+            field="model_id",
+        )
+    if isinstance(value, str):
+        if value in roster:
+            return value, False
+        if value == conductor:
+            return value, True
+        recursion = " (recursion is off)" if conductor is None else ""
+        raise WorkflowModelError(
+            f"{value!r} is not a worker of this pool{recursion}", step=index, field="model_id"
+        )
+    raise WorkflowModelError(
+        f"expected a model index or name, got {type(value).__name__}", step=index, field="model_id"
+    )
+
+
+def _access(value: object, index: int) -> Access:
+    if isinstance(value, str):
+        if value.strip().lower() == "all":
+            return "all"
+        if value.strip().lower() == "none":
+            return ()
+        raise WorkflowAccessError(
+            f"expected 'all', [] or a list of earlier steps, got {value!r}",
+            step=index,
+            field="access_list",
+        )
+    if isinstance(value, list | tuple):
+        if len(value) == 1 and isinstance(value[0], str) and value[0].strip().lower() == "all":
+            return "all"
+        seen: list[int] = []
+        for entry in value:
+            if isinstance(entry, bool) or not isinstance(entry, int):
+                raise WorkflowAccessError(
+                    f"expected step indices, got {entry!r}", step=index, field="access_list"
+                )
+            if entry < 0:
+                raise WorkflowAccessError(
+                    f"step index {entry} is negative", step=index, field="access_list"
+                )
+            if entry >= index:
+                which = "itself" if entry == index else f"step {entry}, which comes later"
+                raise WorkflowAccessError(
+                    f"refers to {which}; a step sees only earlier steps",
+                    step=index,
+                    field="access_list",
+                )
+            if entry not in seen:
+                seen.append(entry)
+        return tuple(sorted(seen))
+    raise WorkflowAccessError(
+        f"expected 'all', [] or a list of earlier steps, got {type(value).__name__}",
+        step=index,
+        field="access_list",
+    )
+
+
+def parse_workflow(
+    text: str,
+    roster: Sequence[str],
+    *,
+    conductor: str | None = None,
+    max_steps: int = 5,
+    allow_empty: bool = False,
+) -> Workflow:
+    """The workflow in a conductor's `text`, with `roster[i]` as "Model i".
+
+    `conductor`: the conductor's own name, selectable as model `len(roster)` (recursion); None
+    turns recursion off. `allow_empty`: three empty lists are a valid workflow (an inner
+    recursive call passing the previous answer through).
+    """
+    body = _body(text)
+    values = {name: _literal(_list_source(body, name), name) for name in FIELDS}
+    lengths = {name: len(value) for name, value in values.items()}
+    if len(set(lengths.values())) != 1:
+        shown = ", ".join(f"{name} has {n}" for name, n in lengths.items())
+        raise WorkflowShapeError(f"the three lists differ in length ({shown})")
+    count = lengths["model_id"]
+    if count == 0 and not allow_empty:
+        raise WorkflowShapeError("the workflow has no steps")
+    if count > max_steps:
+        raise WorkflowShapeError(f"{count} steps; at most {max_steps} are allowed")
+    steps: list[Step] = []
+    for index in range(count):
+        model, recursive = _model(values["model_id"][index], index, roster, conductor)
+        subtask = values["subtasks"][index]
+        if not isinstance(subtask, str) or not subtask.strip():
+            raise WorkflowSubtaskError(
+                "expected a non-empty instruction string", step=index, field="subtasks"
+            )
+        access = _access(values["access_list"][index], index)
+        steps.append(Step(index, model, subtask.strip(), access, recursive))
+    return Workflow(tuple(steps))
