@@ -19,6 +19,7 @@ from consortium.errors import ConsortiumError
 
 if TYPE_CHECKING:
     from consortium.coord.base import Coordinator
+    from consortium.coord.conductor.executor import WorkflowRun
 
 app = typer.Typer(
     help="Consortium: a team of language models, coordinated at test time, used like one model.",
@@ -170,6 +171,9 @@ def replay_serve(
 async def _check_pool(config: PoolConfig) -> list[tuple[str, str, str, bool]]:
     async def one(name: str) -> tuple[str, str, str, bool]:
         entry = config.get(name)
+        if entry.backend == "local":
+            found = Path(entry.model).is_dir()
+            return name, "–", "local model" if found else f"not a folder: {entry.model}", found
         try:
             client = openai.AsyncOpenAI(
                 base_url=str(entry.base_url),
@@ -213,8 +217,9 @@ def pool_check(pool: Annotated[Path, typer.Argument(help="Pool file (TOML).")]) 
 
 
 def _coordinator(spec: str | Path, config: PoolConfig, seed: int) -> Coordinator:
-    """`single:NAME`, `random`, or a trained policy directory."""
+    """`single:NAME`, `random`, `conductor:NAME…`, `workflow:KIND…` or a policy directory."""
     from consortium.coord.baselines import RandomRouter, SingleModel
+    from consortium.coord.conductor.spec import conductor_from_spec, workflow_from_spec
     from consortium.coord.trinity.policy import load_policy
 
     text = str(spec)
@@ -222,12 +227,19 @@ def _coordinator(spec: str | Path, config: PoolConfig, seed: int) -> Coordinator
         return RandomRouter(config.names, seed)
     if text.startswith("single:"):
         return SingleModel(config.get(text.removeprefix("single:")).name)
+    if text.startswith("conductor:"):
+        return conductor_from_spec(text, config)
+    if text.startswith("workflow:"):
+        return workflow_from_spec(text, config)
     if Path(text).is_dir():
         coordinator = load_policy(Path(text))
         for name in coordinator.models:
             config.get(name)  # the policy's models must be in this pool
         return coordinator
-    raise ConsortiumError(f"--policy {text!r}: expected single:NAME, random or a policy directory")
+    raise ConsortiumError(
+        f"--policy {text!r}: expected single:NAME, random, conductor:NAME, workflow:KIND or a "
+        "policy directory"
+    )
 
 
 @app.command()
@@ -280,6 +292,144 @@ def ask(
     )
 
 
+def _print_run(run: WorkflowRun, roster: list[str], indent: str = "") -> None:
+    from rich.markup import escape
+
+    if run.text is not None and not run.steps and not run.notes:
+        console.print(f"{indent}[dim](no steps: the previous answer stands)[/dim]")
+    for note in run.notes:
+        console.print(f"{indent}[yellow]note:[/yellow] {escape(note)}")
+    for result in run.steps:
+        step = result.step
+        sees = (
+            "all earlier"
+            if step.access == "all"
+            else (", ".join(map(str, step.access)) or "nothing")
+        )
+        who = "the conductor (recursion)" if step.recursive else step.model
+        console.print(
+            f"{indent}[bold]step {step.index}[/bold] · {escape(who)} · sees {sees} · "
+            f"{result.finished - result.started:.2f}s"
+        )
+        console.print(f"{indent}  [cyan]{escape(step.subtask)}[/cyan]")
+        if result.inner is not None:
+            _print_run(result.inner, roster, indent + "    ")
+        console.print(f"{indent}  {escape(result.output.strip())}")
+
+
+@app.command()
+def conduct(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    pool: PoolOption,
+    conductor: Annotated[
+        str | None,
+        typer.Option(help="Pool model that writes the workflow (a local one: backend = 'local')."),
+    ] = None,
+    workers: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated worker models (default: the pool minus the conductor)."),
+    ] = None,
+    workflow: Annotated[
+        str | None,
+        typer.Option(
+            help="Run this workflow instead of asking a conductor: the three lists as text, or "
+            "@FILE."
+        ),
+    ] = None,
+    recursion: Annotated[
+        bool, typer.Option(help="Offer the conductor to itself as one more worker.")
+    ] = False,
+    max_depth: Annotated[int, typer.Option(help="Deepest recursive call.")] = 1,
+    max_calls: Annotated[int, typer.Option(help="Conductor calls per question, all depths.")] = 3,
+    max_steps: Annotated[int, typer.Option(help="Steps per workflow (paper: 5).")] = 5,
+    traces: TracesOption = DEFAULT_TRACES,
+) -> None:
+    """Answer one question with a workflow: a conductor model writes it (or --workflow gives it),
+    the steps run as a DAG, and each step is printed with what it saw.
+
+    Examples:
+
+      consortium conduct --pool pool.toml --conductor gpt-4o "How many primes are below 100?"
+
+      consortium conduct --pool pool.toml --workers a,b,c --workflow \\
+        'model_id = [0, 1, 2]
+         subtasks = ["Solve it.", "Solve it.", "Compare both; give the final answer."]
+         access_list = [[], [], "all"]' "What is 17 * 23?"
+    """
+    from consortium.coord.conductor.executor import WorkflowExecutor
+    from consortium.coord.conductor.policy import ConductorCoordinator, all_notes
+    from consortium.coord.conductor.workflow import parse_workflow
+    from consortium.pool import Pool
+    from consortium.runtime.caller import Caller
+    from consortium.runtime.store import TraceStore
+    from consortium.tasks.base import Task
+
+    if not question.strip():
+        raise ConsortiumError("the question is empty")
+    if (conductor is None) == (workflow is None):
+        raise ConsortiumError("give either --conductor MODEL or --workflow TEXT|@FILE")
+    config = load_pool(pool)
+    if conductor is not None:
+        config.get(conductor)
+    roster = (
+        [config.get(name).name for name in workers.split(",") if name]
+        if workers
+        else [n for n in config.names if n != conductor]
+    )
+    if not roster:
+        raise ConsortiumError("no workers: the pool holds only the conductor")
+    fixed = None
+    if workflow is not None:
+        text = workflow
+        if workflow.startswith("@"):
+            try:
+                text = Path(workflow[1:]).read_text(encoding="utf-8")
+            except OSError as error:
+                raise ConsortiumError(f"--workflow {workflow}: {error.strerror}") from None
+        fixed = parse_workflow(text, roster, max_steps=max_steps)
+    store = TraceStore(traces)
+    run_id = store.start_run("conduct", pool=str(pool))
+
+    async def go() -> tuple[WorkflowRun, Caller]:
+        async with Pool(config) as members:
+            caller = Caller(members, store, run_id)
+            task_caller = caller.for_task("conduct", "conduct")
+            if fixed is not None:
+                return await WorkflowExecutor().run(fixed, question, task_caller), caller
+            assert conductor is not None
+            policy = ConductorCoordinator(
+                conductor,
+                roster,
+                strengths={m.name: m.strengths for m in config.models},
+                max_steps=max_steps,
+                recursion=recursion,
+                max_depth=max_depth,
+                max_conductor_calls=max_calls,
+            )
+            outcome = await policy.run(Task("conduct", question, "ask", "none"), task_caller)
+            run: WorkflowRun = outcome.meta["workflow"]
+            run.notes[:] = all_notes(run)
+            return run, caller
+
+    try:
+        run, caller = asyncio.run(go())
+    except ConsortiumError:
+        store.finish_run(run_id, "failed")
+        raise
+    store.finish_run(run_id, "finished")
+    console.rule("workflow")
+    console.print(run.workflow.to_text(roster), markup=False, highlight=False)
+    console.rule("steps")
+    _print_run(run, roster)
+    console.rule("answer")
+    console.print(run.answer, markup=False, highlight=False)
+    budget = caller.budget
+    err_console.print(
+        f"[dim]{len(run.steps)} step(s) · {budget.calls} call(s) · {budget.tokens} tokens · "
+        f"${budget.cost:.6f} · {run.wall_time:.2f}s · run {run_id}[/dim]"
+    )
+
+
 @app.command("eval")
 def evaluate(
     pool: PoolOption,
@@ -293,8 +443,9 @@ def evaluate(
     policy: Annotated[
         list[str] | None,
         typer.Option(
-            help="single:NAME, random or a trained policy directory; repeatable. "
-            "Default: every single model and random."
+            help="single:NAME, random, conductor:NAME[:workers=a,b:recursion=1], "
+            "workflow:single|vote|moa|debate|reflect[:models=a,b] or a trained policy directory; "
+            "repeatable. Default: every single model and random."
         ),
     ] = None,
     baselines: Annotated[
@@ -494,6 +645,96 @@ def train_trinity(
     console.print(
         f"policy written to {out} after {state.generation} generations "
         f"({setup.n_params:,} parameters); curve: {out / 'curve.png'}"
+    )
+
+
+@train_app.command("conductor")
+def train_conductor(
+    pool: Annotated[Path, typer.Option("--pool", help="Pool file of the workers.")],
+    tasks: Annotated[str, typer.Option("--tasks", help="Training tasks (a --tasks spec).")],
+    out: Annotated[Path, typer.Option(help="Folder for the trained conductor and its log.")],
+    base_model: Annotated[
+        str,
+        typer.Option(
+            help="Causal LM to train (path or hub id; the paper: Qwen/Qwen2.5-7B-Instruct), or "
+            "'tiny': a 2-layer model with random weights built here, for a CPU smoke run."
+        ),
+    ] = "tiny",
+    steps: Annotated[int, typer.Option(help="GRPO iterations (paper: 200).")] = 200,
+    questions_per_step: Annotated[int, typer.Option(help="Questions per step (paper: 4).")] = 4,
+    group_size: Annotated[int, typer.Option(help="Workflows per question (paper: 64).")] = 64,
+    lr: Annotated[float, typer.Option(help="Learning rate (paper: 1e-6).")] = 1e-6,
+    max_completion: Annotated[
+        int, typer.Option(help="Completion tokens per workflow (paper: 1024).")
+    ] = 1024,
+    min_workers: Annotated[
+        int, typer.Option(help="Smallest random worker subset per prompt (adaptive pool).")
+    ] = 2,
+    save_steps: Annotated[int, typer.Option(help="Checkpoint every this many steps.")] = 50,
+    seed: Annotated[int, typer.Option(help="Seed of subsets and sampling.")] = 0,
+    resume: Annotated[bool, typer.Option(help="Continue from OUT/checkpoints.")] = False,
+) -> None:
+    """Train a conductor with GRPO (TRL): reward 0 when its lists do not parse, 0.5 when the
+    workflow runs but answers wrong, 1 when right; each prompt gets a random subset of the
+    workers.
+
+    Example (replay workers, a CPU smoke run):
+
+      consortium train conductor --pool replay.toml --out runs/conductor --steps 2 \\
+        --questions-per-step 1 --group-size 2 --max-completion 32 \\
+        --tasks replay:data=../shared/data/routerdc:split=train:datasets=mmlu:limit=8
+
+    Then add the conductor to a pool (backend = "local", model = "OUT/model") and run
+    `consortium eval --policy conductor:NAME`.
+    """
+    from consortium.tasks.registry import load_task_set
+    from consortium.train.grpo import GRPOSettings
+    from consortium.train.grpo import train_conductor as run_grpo
+
+    config = load_pool(pool)
+    task_set = load_task_set(tasks)
+    settings = GRPOSettings(
+        steps=steps,
+        questions_per_step=questions_per_step,
+        group_size=group_size,
+        learning_rate=lr,
+        max_completion_length=max_completion,
+        min_workers=min_workers,
+        save_steps=save_steps,
+        seed=seed,
+    )
+    err_console.print(
+        f"GRPO: {steps} steps x {questions_per_step} questions x {group_size} workflows over "
+        f"{len(config.names)} workers; reward log in {out / 'rewards.jsonl'}"
+    )
+    from consortium.progress import task_progress
+
+    with task_progress(err_console) as progress:
+        bar = progress.add_task("GRPO steps", total=steps)
+
+        def show(row: dict[str, float]) -> None:
+            progress.update(
+                bar,
+                completed=int(row["step"]),
+                description=(
+                    f"GRPO · reward {row['reward']:.3f} · parsed {row.get('parsed', 0):.0%} · "
+                    f"right {row.get('right', 0):.0%}"
+                ),
+            )
+
+        summary = run_grpo(
+            base_model,
+            config,
+            task_set.tasks,
+            task_set.grader,
+            out,
+            settings,
+            resume=resume,
+            on_log=show,
+        )
+    console.print(
+        f"conductor written to {out / 'model'} after {summary['steps_logged']} logged steps "
+        f"(reward {summary['reward_first']} -> {summary['reward_last']})"
     )
 
 

@@ -62,9 +62,13 @@ class LocalAgent:
             self._load()
             started = time.perf_counter()
             tokenizer = self._tokenizer
-            inputs = tokenizer(
+            encoded = tokenizer(
                 prompt_text(tokenizer, messages), return_tensors="pt", add_special_tokens=False
             )
+            # BERT-style tokenizers add token_type_ids, which causal LMs do not take.
+            inputs = {
+                key: encoded[key] for key in ("input_ids", "attention_mask") if key in encoded
+            }
             temperature = float(params.get("temperature") or 0.0)
             seed = params.get("seed")
             if isinstance(seed, int):

