@@ -1,0 +1,162 @@
+"""`consortium conduct`, `eval --policy conductor:…/workflow:…` and `train conductor` as a user
+runs them: real processes against the replay server and a scripted conductor endpoint."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from consortium.config import dump_pool
+from consortium.replay.data import ReplayData
+from consortium.replay.launch import ReplayServerProcess
+from consortium.replay.pool import replay_pool
+from consortium.tasks.replay import load_replay_tasks
+from tests.scripted_server import ScriptedServer, scripted_server
+from tests.test_cli import cli, one_line_error
+
+WORKFLOW = """<think>two attempts and a judge</think>
+model_id = [0, 1, 2]
+subtasks = ["Solve it.", "Solve it another way.", "Compare both and give the final answer."]
+access_list = [[], [], "all"]"""
+
+
+@pytest.fixture
+def conductor_server() -> Iterator[ScriptedServer]:
+    with scripted_server({"boss": lambda _messages: WORKFLOW}) as server:
+        yield server
+
+
+@pytest.fixture
+def pool_file(
+    replay_server: ReplayServerProcess,
+    replay_data: ReplayData,
+    conductor_server: ScriptedServer,
+    tmp_path: Path,
+) -> Path:
+    config = replay_pool(replay_data, replay_server.base_url, replay_data.models["split2"][:3])
+    path = tmp_path / "pool.toml"
+    path.write_text(
+        dump_pool(config) + f'[[models]]\nname = "boss"\nbase_url = "{conductor_server.base_url}"\n'
+        'model = "boss"\n'
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def question(replay_data: ReplayData) -> str:
+    return load_replay_tasks(replay_data, datasets=["gsm8k"], limit=1).tasks[0].question
+
+
+def test_conduct_prints_the_workflow_and_each_step(
+    pool_file: Path, question: str, tmp_path: Path
+) -> None:
+    traces = f"sqlite:///{tmp_path / 't.db'}"
+    result = cli(
+        "conduct", "--pool", str(pool_file), "--conductor", "boss", question, "--traces", traces
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "model_id = [0, 1, 2]" in out
+    for index in range(3):
+        assert f"step {index} · " in out
+    assert "sees all earlier" in out and "sees nothing" in out
+    assert out.count("The answer is") == 4  # three steps and the final answer
+    assert "4 call(s)" in result.stderr  # the conductor and three workers
+
+
+def test_conduct_runs_a_given_workflow_file(pool_file: Path, question: str, tmp_path: Path) -> None:
+    workflow = tmp_path / "wf.txt"
+    workflow.write_text('model_id = [1, 0]\nsubtasks = ["a", "b"]\naccess_list = [[], [0]]')
+    result = cli(
+        "conduct",
+        "--pool",
+        str(pool_file),
+        "--workers",
+        "Mistral-7B-v0.1,MetaMath-Mistral-7B",
+        "--workflow",
+        f"@{workflow}",
+        question,
+        "--traces",
+        f"sqlite:///{tmp_path / 't.db'}",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "step 0 · MetaMath-Mistral-7B" in result.stdout
+    assert "step 1 · Mistral-7B-v0.1 · sees 0" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["--workflow", "model_id = [0, 7]\nsubtasks = ['a', 'b']\naccess_list = [[], []]"],
+            "workflow: step 1, model_id: model 7 is out of range",
+        ),
+        (
+            ["--workflow", "model_id = [0]\nsubtasks = ['a']\naccess_list = [[1]]"],
+            "step 0, access_list",
+        ),
+        (["--workflow", "@/nonexistent/wf.txt"], "No such file"),
+        (["--conductor", "nobody"], "unknown model 'nobody'"),
+        ([], "give either --conductor MODEL or --workflow"),
+        (["--conductor", "boss", "--workers", "ghost"], "unknown model 'ghost'"),
+    ],
+)
+def test_conduct_bad_input_is_one_clear_line(
+    pool_file: Path, question: str, tmp_path: Path, args: list[str], expected: str
+) -> None:
+    result = cli(
+        "conduct",
+        "--pool",
+        str(pool_file),
+        *args,
+        question,
+        "--traces",
+        f"sqlite:///{tmp_path / 't.db'}",
+    )
+    one_line_error(result, expected)
+
+
+def test_eval_runs_conductor_and_workflow_policies(
+    pool_file: Path, replay_dir: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "report.json"
+    result = cli(
+        "eval",
+        "--pool",
+        str(pool_file),
+        "--tasks",
+        f"replay:data={replay_dir}:datasets=mmlu:split=test:limit=10",
+        "--policy",
+        "conductor:boss",
+        "--policy",
+        "workflow:moa:models=Mistral-7B-v0.1,MetaMath-Mistral-7B,Chinese-Mistral-7B-v0.1",
+        "--policy",
+        "single:Mistral-7B-v0.1",
+        "--json",
+        str(out),
+        "--traces",
+        f"sqlite:///{tmp_path / 't.db'}",
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(out.read_text())
+    rows = report["policies"]
+    assert rows["conductor:boss"]["calls"] == 10 * 4
+    moa = "workflow:moa:models=Mistral-7B-v0.1,MetaMath-Mistral-7B,Chinese-Mistral-7B-v0.1"
+    assert rows[moa]["calls"] == 10 * 3
+    # MoA's aggregator is the first model: on replay it scores what that model scores.
+    assert rows[moa]["per_dataset"] == rows["single:Mistral-7B-v0.1"]["per_dataset"]
+    bad = cli(
+        "eval",
+        "--pool",
+        str(pool_file),
+        "--tasks",
+        f"replay:data={replay_dir}:datasets=mmlu:limit=2",
+        "--policy",
+        "conductor:boss:depth=2",
+        "--traces",
+        f"sqlite:///{tmp_path / 't.db'}",
+    )
+    one_line_error(bad, "'depth=2' is not one of")
