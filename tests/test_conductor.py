@@ -332,3 +332,18 @@ def test_unknown_template_and_bad_conductor_setup() -> None:
         from consortium.coord.conductor.workflow import parse_workflow
 
         parse_workflow(workflow_text([5], [[]]), ["a"])
+
+
+async def test_short_recorded_questions_are_found_inside_a_step_prompt(
+    replay_data: ReplayData, replay_server: ReplayServerProcess, tmp_path: Path
+) -> None:
+    """A step quotes the question after its subtask; the replay server must still find
+    questions shorter than its substring index (e.g. 'Simplify $\\sqrt{245}$.')."""
+    caller, _ = new_caller(replay_data, replay_server.base_url, tmp_path)
+    tasks = load_replay_tasks(replay_data, datasets=["math_prealgebra"]).tasks
+    short = min(tasks, key=lambda t: len(t.question))
+    assert len(short.question) < 32
+    names = caller.pool.names
+    workflow = build(names[:2], ["Solve it.", "Check it."], [(), "all"])
+    run = await WorkflowExecutor().run(workflow, short.question, caller.for_task("s", "t"))
+    assert ReplayGrader().grade(short, run.answer).detail.startswith("final answer")

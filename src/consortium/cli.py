@@ -813,10 +813,15 @@ def demo(
         ),
     ] = Path("policies/trinity-replay"),
     trinity: Annotated[bool, typer.Option(help="Include the TRINITY coordinator.")] = True,
+    workflows: Annotated[
+        bool,
+        typer.Option(help="Include the baselines as workflows (vote, MoA, debate, reflection)."),
+    ] = True,
     traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
-    """The main job on the replay pool: the TRINITY coordinator, every single model, a random
-    router and the per-question-best oracle on the recorded test splits."""
+    """The main job on the replay pool: the TRINITY coordinator, the baselines as workflows,
+    every single model, a random router and the per-question-best oracle on the recorded test
+    splits."""
     from consortium.demo import run_demo
 
     run_demo(
@@ -827,6 +832,7 @@ def demo(
         seed=seed,
         console=console,
         policy=policy if trinity else None,
+        workflows=workflows,
     )
 
 

@@ -12,6 +12,7 @@ from rich.progress import Progress
 
 from consortium.coord.base import Coordinator
 from consortium.coord.baselines import RandomRouter, SingleModel
+from consortium.coord.conductor.templates import WorkflowCoordinator, template
 from consortium.coord.trinity.policy import default_encoder, load_policy
 from consortium.evaluate import ORACLE, EvalReport, evaluate_policies, recorded_expectation
 from consortium.pool import Pool
@@ -98,6 +99,25 @@ async def demo_section(
     )
 
 
+DEMO_WORKFLOWS = ("vote", "moa", "debate", "reflect")
+
+
+def demo_workflows(data: ReplayData) -> list[WorkflowCoordinator]:
+    """The baselines as workflows over the three open models with the best recorded mean on the
+    in-distribution *train* splits (the first of them aggregates, judges or reflects)."""
+    train = load_replay_tasks(data, source="split2", datasets=ID_DATASETS, split="train")
+    recorded = recorded_expectation(train.tasks)
+    ranked = sorted(
+        data.models["split2"],
+        key=lambda m: -sum(recorded[m].values()) / len(recorded[m]),
+    )
+    top = [short_name(m) for m in ranked[:3]]
+    return [
+        WorkflowCoordinator(template(kind, top), f"workflow:{kind}({', '.join(top)})")
+        for kind in DEMO_WORKFLOWS
+    ]
+
+
 def trinity_policy(
     data: ReplayData, data_dir: Path, base_url: str, policy: Path, console: Console
 ) -> Coordinator:
@@ -139,6 +159,7 @@ def run_demo(
     concurrency: int = 64,
     console: Console | None = None,
     policy: Path | None = None,
+    workflows: bool = True,
 ) -> list[EvalReport]:
     console = console or Console()
     data = load_replay(data_dir)
@@ -146,9 +167,11 @@ def run_demo(
     reports: list[EvalReport] = []
     with ReplayServerProcess(data_dir, "--seed", str(seed)) as server:
         console.print(f"replay server on {server.base_url}")
-        trinity = (
+        extra: list[Coordinator] = (
             [trinity_policy(data, data_dir, server.base_url, policy, console)] if policy else []
         )
+        if workflows:
+            extra += demo_workflows(data)
         with task_progress(console) as progress:
             for source in SECTIONS:
                 if source not in data.models:
@@ -164,7 +187,7 @@ def run_demo(
                             seed=seed,
                             concurrency=concurrency,
                             progress=progress,
-                            extra=trinity if source == "split2" else (),
+                            extra=extra if source == "split2" else (),
                         )
                     )
                 )

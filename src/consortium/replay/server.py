@@ -111,12 +111,19 @@ class ReplayApp:
         )
 
     def find(self, messages: list[Any], model: str) -> ReplayRecord | None:
-        """The recorded question in `messages`: a whole message first, else one inside one."""
+        """The recorded question in `messages`: a whole message first, then the end of a message
+        after a line break (how workflow steps quote the question, short questions included),
+        else one inside a message."""
         texts = [_content_text(m.get("content")) for m in messages if isinstance(m, dict)]
         for text in texts:
             record = self.data.lookup(text, model)
             if record is not None:
                 return record
+        for text in texts:
+            for start in (i + 1 for i, char in enumerate(text) if char == "\n"):
+                record = self.data.lookup(text[start:], model)
+                if record is not None:
+                    return record
         for text in texts:
             for start in range(len(text) - PREFIX_LEN + 1):
                 for question in self._by_prefix.get(text[start : start + PREFIX_LEN], ()):
