@@ -37,6 +37,7 @@ bench: install
 	$(BIN)/python bench/client_overhead.py --data $(REPLAY_DATA)
 	$(BIN)/python bench/sandbox_throughput.py --humaneval $(BENCHMARKS)/humaneval/HumanEval.jsonl.gz
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/coordinator_latency.py --data $(REPLAY_DATA)
+	$(BIN)/python bench/dag_efficiency.py --data $(REPLAY_DATA)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

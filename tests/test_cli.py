@@ -53,7 +53,7 @@ def pool_file(replay_server: ReplayServerProcess, replay_data: ReplayData, tmp_p
 def test_help_teaches_the_commands() -> None:
     result = cli("--help")
     assert result.returncode == 0
-    for command in ("ask", "eval", "demo", "replay", "pool", "traces"):
+    for command in ("ask", "conduct", "eval", "demo", "replay", "pool", "traces"):
         assert command in result.stdout
     assert "--write-pool" in cli("replay", "serve", "--help").stdout
 
