@@ -347,3 +347,20 @@ async def test_short_recorded_questions_are_found_inside_a_step_prompt(
     workflow = build(names[:2], ["Solve it.", "Check it."], [(), "all"])
     run = await WorkflowExecutor().run(workflow, short.question, caller.for_task("s", "t"))
     assert ReplayGrader().grade(short, run.answer).detail.startswith("final answer")
+
+
+def test_template_shapes() -> None:
+    from consortium.coord.conductor.templates import debate, mixture_of_agents, self_reflection
+
+    assert [s.visible for s in debate(["a", "b"], rounds=2).steps] == [
+        (),
+        (),
+        (0, 1),
+        (0, 1),
+        (2, 3),
+    ]
+    moa = mixture_of_agents(["b", "c"], "a", layers=2)
+    assert [s.model for s in moa.steps] == ["b", "c", "b", "c", "a"]
+    assert moa.steps[-1].visible == (2, 3)
+    reflect = self_reflection("a", rounds=2)
+    assert [s.visible for s in reflect.steps] == [(), (0,), (0, 1), (2,), (2, 3)]

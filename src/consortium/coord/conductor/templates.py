@@ -32,59 +32,57 @@ def majority_vote(voters: Sequence[str], judge: str) -> Workflow:
     )
 
 
-def mixture_of_agents(proposers: Sequence[str], aggregator: str, layers: int = 1) -> Workflow:
-    """MoA: `layers` layers of proposers, each seeing the whole previous layer, then the
-    aggregator, who sees the last layer."""
-    n = len(proposers)
+def _rounds(
+    members: Sequence[str], rounds: int, later: str
+) -> tuple[list[str], list[str], list[Access], tuple[int, ...]]:
+    """`rounds` rounds of `members`: the first answers alone, each later member sees the whole
+    previous round and follows `later`. Returns the lists and the last round's step indices."""
+    n = len(members)
     models: list[str] = []
     subtasks: list[str] = []
     access: list[Access] = []
     previous: tuple[int, ...] = ()
-    for layer in range(layers):
-        for proposer in proposers:
-            models.append(proposer)
-            subtasks.append(
-                ANSWER
-                if layer == 0
-                else "Answers of other models are above. Use what is right in them and give an "
-                "improved answer. End with 'The answer is …'."
-            )
-            access.append(previous)
-        previous = tuple(range(layer * n, (layer + 1) * n))
+    for round_ in range(rounds):
+        models += members
+        subtasks += [ANSWER if round_ == 0 else later] * n
+        access += [previous] * n
+        previous = tuple(range(round_ * n, (round_ + 1) * n))
+    return models, subtasks, access, previous
+
+
+def mixture_of_agents(proposers: Sequence[str], aggregator: str, layers: int = 1) -> Workflow:
+    """MoA: `layers` layers of proposers, each seeing the whole previous layer, then the
+    aggregator, who sees the last layer."""
+    models, subtasks, access, last = _rounds(
+        proposers,
+        layers,
+        "Answers of other models are above. Use what is right in them and give an improved "
+        "answer. End with 'The answer is …'.",
+    )
     models.append(aggregator)
     subtasks.append(
         "Responses of several models are above. Synthesise them into one accurate, complete "
         "answer; do not trust any of them blindly. End with 'The answer is …'."
     )
-    access.append(previous)
+    access.append(last)
     return build(models, subtasks, access)
 
 
 def debate(debaters: Sequence[str], rounds: int = 2) -> Workflow:
     """Independent answers, then rounds in which each debater sees the previous round and
     defends or revises; the first debater closes with the final answer."""
-    n = len(debaters)
-    models: list[str] = []
-    subtasks: list[str] = []
-    access: list[Access] = []
-    previous: tuple[int, ...] = ()
-    for round_ in range(rounds):
-        for debater in debaters:
-            models.append(debater)
-            subtasks.append(
-                ANSWER
-                if round_ == 0
-                else "Other debaters' answers are above. Point out their errors or your own, "
-                "then give your updated answer. End with 'The answer is …'."
-            )
-            access.append(previous)
-        previous = tuple(range(round_ * n, (round_ + 1) * n))
+    models, subtasks, access, last = _rounds(
+        debaters,
+        rounds,
+        "Other debaters' answers are above. Point out their errors or your own, then give your "
+        "updated answer. End with 'The answer is …'.",
+    )
     models.append(debaters[0])
     subtasks.append(
         "The debate's last round is above. Give the final answer the debate supports. End with "
         "'The answer is …'."
     )
-    access.append(previous)
+    access.append(last)
     return build(models, subtasks, access)
 
 
