@@ -27,7 +27,6 @@ class StepResult:
     finished: float
     inner: WorkflowRun | None = None
     """The inner run of a recursive step."""
-    note: str | None = None
 
 
 @dataclass
@@ -64,6 +63,11 @@ class RecursionRequest:
 
 
 Recurse = Callable[[RecursionRequest], Awaitable["WorkflowRun"]]
+
+
+def role_at(role: str, depth: int) -> str:
+    """The trace's role of a call: `worker`, or `worker@1` inside a recursive call."""
+    return role if depth == 0 else f"{role}@{depth}"
 
 
 def step_prompt(question: str, subtask: str, attach_question: bool) -> str:
@@ -134,17 +138,14 @@ class WorkflowExecutor:
                 inner = await recurse(
                     RecursionRequest(question, workflow, step, tuple(earlier), depth + 1)
                 )
-                note = "; ".join(inner.notes) or None
-                return StepResult(
-                    step, inner.answer, started, time.perf_counter(), inner=inner, note=note
-                )
+                return StepResult(step, inner.answer, started, time.perf_counter(), inner=inner)
             params: dict[str, Any] = dict(self.params)
             if self.vary_seed:
                 params.setdefault("seed", step.index)
             completion = await caller.call(
                 step.model,
                 step_messages(step, earlier, question, attach_question=self.attach_question),
-                role="worker" if depth == 0 else f"worker@{depth}",
+                role=role_at("worker", depth),
                 turn=step.index + 1,
                 **params,
             )

@@ -11,15 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from consortium.coord.base import Outcome
-from consortium.coord.conductor.executor import RecursionRequest, WorkflowExecutor, WorkflowRun
+from consortium.coord.conductor.executor import (
+    RecursionRequest,
+    WorkflowExecutor,
+    WorkflowRun,
+    role_at,
+)
 from consortium.coord.conductor.prompt import conductor_messages
 from consortium.coord.conductor.workflow import Workflow, WorkflowError, parse_workflow
 from consortium.runtime.caller import TaskCaller
 from consortium.tasks.base import Task
-from consortium.types import user
+from consortium.types import Message, user
+
+_EMPTY = Workflow(())
 
 
 @dataclass
@@ -57,13 +63,17 @@ class ConductorCoordinator:
         self.executor = executor or WorkflowExecutor()
         self.name = name or f"conductor:{conductor}"
 
-    def messages(self, question: str, context: RecursionRequest | None = None) -> list[Any]:
+    def offered_self(self, depth: int) -> str | None:
+        """The conductor's name where it may pick itself at `depth` (prompt and parser agree)."""
+        return self.conductor if self.recursion and depth < self.max_depth else None
+
+    def messages(self, question: str, context: RecursionRequest | None = None) -> list[Message]:
         depth = context.depth if context else 0
         return conductor_messages(
             question,
             self.workers,
             self.strengths,
-            conductor=self.conductor if self.recursion and depth < self.max_depth else None,
+            conductor=self.offered_self(depth),
             max_steps=self.max_steps,
             context=context,
         )
@@ -75,7 +85,7 @@ class ConductorCoordinator:
         completion = await caller.call(
             self.conductor,
             self.messages(question, context),
-            role="conductor" if depth == 0 else f"conductor@{depth}",
+            role=role_at("conductor", depth),
             turn=0 if context is None else context.step.index + 1,
         )
         return completion.text
@@ -98,7 +108,7 @@ class ConductorCoordinator:
             workflow = parse_workflow(
                 text,
                 self.workers,
-                conductor=self.conductor if self.recursion and depth < self.max_depth else None,
+                conductor=self.offered_self(depth),
                 max_steps=self.max_steps,
                 allow_empty=context is not None,
             )
@@ -144,6 +154,3 @@ def all_notes(run: WorkflowRun) -> list[str]:
         if step.inner is not None:
             notes += all_notes(step.inner)
     return notes
-
-
-_EMPTY = Workflow(())
