@@ -67,6 +67,30 @@ def test_conduct_prints_the_workflow_and_each_step(
     assert "4 call(s)" in result.stderr  # the conductor and three workers
 
 
+def test_conduct_prints_an_inner_run_and_its_note_once(
+    pool_file: Path, conductor_server: ScriptedServer, question: str, tmp_path: Path
+) -> None:
+    # Three workers, so the conductor is Model 3. The inner call writes the same workflow, which
+    # asks for the conductor again past the depth cap: the previous answer passes through with
+    # a note.
+    recursive = 'model_id = [0, 3]\nsubtasks = ["a", "b"]\naccess_list = [[], "all"]'
+    conductor_server.scripts["boss"] = lambda _messages: recursive
+    result = cli(
+        "conduct",
+        "--pool",
+        str(pool_file),
+        "--conductor",
+        "boss",
+        "--recursion",
+        question,
+        "--traces",
+        f"sqlite:///{tmp_path / 't.db'}",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "the conductor (recursion)" in result.stdout
+    assert result.stdout.count("model 3 is out of range") == 1
+
+
 def test_conduct_runs_a_given_workflow_file(pool_file: Path, question: str, tmp_path: Path) -> None:
     workflow = tmp_path / "wf.txt"
     workflow.write_text('model_id = [1, 0]\nsubtasks = ["a", "b"]\naccess_list = [[], [0]]')

@@ -357,7 +357,7 @@ def conduct(
          access_list = [[], [], "all"]' "What is 17 * 23?"
     """
     from consortium.coord.conductor.executor import WorkflowExecutor
-    from consortium.coord.conductor.policy import ConductorCoordinator, all_notes
+    from consortium.coord.conductor.policy import ConductorCoordinator
     from consortium.coord.conductor.workflow import parse_workflow
     from consortium.pool import Pool
     from consortium.runtime.caller import Caller
@@ -408,7 +408,6 @@ def conduct(
             )
             outcome = await policy.run(Task("conduct", question, "ask", "none"), task_caller)
             run: WorkflowRun = outcome.meta["workflow"]
-            run.notes[:] = all_notes(run)
             return run, caller
 
     try:
