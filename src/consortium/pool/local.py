@@ -73,10 +73,11 @@ class LocalAgent:
             seed = params.get("seed")
             if isinstance(seed, int):
                 torch.manual_seed(seed)
+            limit = int(params.get("max_tokens") or self.config.max_tokens)
             with torch.no_grad():
                 output = self._model.generate(
                     **inputs,
-                    max_new_tokens=int(params.get("max_tokens") or self.config.max_tokens),
+                    max_new_tokens=limit,
                     do_sample=temperature > 0,
                     temperature=temperature if temperature > 0 else None,
                     top_p=None,
@@ -91,7 +92,7 @@ class LocalAgent:
                 self.name,
                 Usage(prompt_tokens, int(new_tokens.shape[0])),
                 time.perf_counter() - started,
-                "length" if new_tokens.shape[0] >= int(params.get("max_tokens") or 0) else "stop",
+                "length" if new_tokens.shape[0] >= limit else "stop",
             )
 
     async def chat(self, messages: Sequence[Message], **params: Any) -> Completion:
