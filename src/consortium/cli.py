@@ -18,7 +18,6 @@ from consortium.config import PoolConfig, dump_pool, load_pool
 from consortium.errors import ConsortiumError
 
 if TYPE_CHECKING:
-    from consortium.coord.base import Coordinator
     from consortium.coord.conductor.executor import WorkflowRun
 
 app = typer.Typer(
@@ -216,32 +215,6 @@ def pool_check(pool: Annotated[Path, typer.Argument(help="Pool file (TOML).")]) 
         raise typer.Exit(1)
 
 
-def _coordinator(spec: str | Path, config: PoolConfig, seed: int) -> Coordinator:
-    """`single:NAME`, `random`, `conductor:NAME…`, `workflow:KIND…` or a policy directory."""
-    from consortium.coord.baselines import RandomRouter, SingleModel
-    from consortium.coord.conductor.spec import conductor_from_spec, workflow_from_spec
-    from consortium.coord.trinity.policy import load_policy
-
-    text = str(spec)
-    if text == "random":
-        return RandomRouter(config.names, seed)
-    if text.startswith("single:"):
-        return SingleModel(config.get(text.removeprefix("single:")).name)
-    if text.startswith("conductor:"):
-        return conductor_from_spec(text, config)
-    if text.startswith("workflow:"):
-        return workflow_from_spec(text, config)
-    if Path(text).is_dir():
-        coordinator = load_policy(Path(text))
-        for name in coordinator.models:
-            config.get(name)  # the policy's models must be in this pool
-        return coordinator
-    raise ConsortiumError(
-        f"--policy {text!r}: expected single:NAME, random, conductor:NAME, workflow:KIND or a "
-        "policy directory"
-    )
-
-
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
@@ -259,6 +232,7 @@ def ask(
     traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
     """Ask the consortium one question and print the answer with who answered and what it cost."""
+    from consortium.coord.registry import build_coordinator
     from consortium.pool import Pool
     from consortium.runtime.caller import Caller
     from consortium.runtime.store import TraceStore
@@ -267,7 +241,9 @@ def ask(
     if not question.strip():
         raise ConsortiumError("the question is empty")
     config = load_pool(pool)
-    coordinator = _coordinator(policy or (f"single:{model}" if model else "random"), config, seed)
+    coordinator = build_coordinator(
+        policy or (f"single:{model}" if model else "random"), config, seed
+    )
     store = TraceStore(traces)
     run_id = store.start_run("ask", pool=str(pool))
 
@@ -472,6 +448,7 @@ def evaluate(
     model and the per-question-best oracle, with in-distribution (ID) and out-of-distribution (OOD)
     means for the replay datasets.
     """
+    from consortium.coord.registry import build_coordinator
     from consortium.evaluate import EvalReport, evaluate_policies
     from consortium.pool import Pool
     from consortium.progress import task_progress
@@ -490,7 +467,7 @@ def evaluate(
     if baselines:
         chosen += [f"single:{m}" for m in config.names if f"single:{m}" not in chosen]
         chosen += ["random"] if "random" not in chosen else []
-    coordinators = [_coordinator(spec, config, seed) for spec in chosen]
+    coordinators = [build_coordinator(spec, config, seed) for spec in chosen]
     store = TraceStore(traces)
     run_id = store.start_run("eval", pool=str(pool), config={"tasks": tasks, "policies": chosen})
 
@@ -536,6 +513,170 @@ def evaluate(
         markdown.write_text(to_markdown(report))
     if png:
         plot_report(to_json(report), png)
+
+
+@app.command()
+def evolve(
+    pool: PoolOption,
+    tasks: Annotated[
+        str,
+        typer.Option(
+            "--tasks",
+            help="Tuning tasks (proposals are tuned here), e.g. "
+            "replay:data=DIR:source=routerbench:split=train",
+        ),
+    ],
+    out: Annotated[Path, typer.Option(help="Folder for state.json, report.md and the PNGs.")],
+    heldout: Annotated[
+        str | None,
+        typer.Option(
+            help="Held-out tasks the guards judge on (never tuned on). Default: half of --tasks, "
+            "split by task id."
+        ),
+    ] = None,
+    rounds: Annotated[
+        int, typer.Option(help="Rounds to run (a resumed loop runs up to this).")
+    ] = 5,
+    start: Annotated[
+        str | None,
+        typer.Option(
+            help="The first strategy's policy, e.g. single:NAME. Default: the single model most "
+            "accurate on the first tuning batch."
+        ),
+    ] = None,
+    batch: Annotated[int, typer.Option(help="Tuning tasks per round.")] = 200,
+    heldout_batch: Annotated[int, typer.Option(help="Held-out tasks per round.")] = 400,
+    proposers: Annotated[
+        str, typer.Option(help="Proposers to run each round, comma-separated.")
+    ] = "cluster-specialists,escalation,prune",
+    test: Annotated[
+        str, typer.Option(help="Paired test of the guards: sign or bootstrap.")
+    ] = "sign",
+    alpha: Annotated[float, typer.Option(help="Significance level of the guards.")] = 0.05,
+    margin: Annotated[
+        float, typer.Option(help="Held-out accuracy gain (fraction) a change must exceed.")
+    ] = 0.0,
+    cheaper_by: Annotated[
+        float,
+        typer.Option(help="Saving (fraction of cost) that admits a change no less accurate."),
+    ] = 0.2,
+    noninferiority: Annotated[
+        float,
+        typer.Option(
+            help="Accuracy (fraction) a cheaper change may lose at most: the lower end of the "
+            "95% bootstrap interval of its held-out difference must stay above minus this."
+        ),
+    ] = 0.02,
+    tolerance: Annotated[
+        float,
+        typer.Option(help="Accuracy (fraction) a cheaper proposal may give up on tuning tasks."),
+    ] = 0.01,
+    max_cost_per_task: Annotated[
+        float | None, typer.Option(help="Cap on a strategy's mean USD per task.")
+    ] = None,
+    max_calls_per_task: Annotated[
+        int, typer.Option(help="Cap on calls per task (hard: no task may exceed it).")
+    ] = 8,
+    final_limit: Annotated[
+        int | None,
+        typer.Option(help="Held-out tasks per dataset in the final comparison (default: all)."),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the batches and the bootstrap.")] = 0,
+    concurrency: Annotated[int, typer.Option(help="Tasks in flight at once.")] = 32,
+    resume: Annotated[bool, typer.Option(help="Continue the loop in OUT.")] = False,
+    traces: TracesOption = DEFAULT_TRACES,
+) -> None:
+    """Improve how the ensemble works, round after round, guarded by held-out evidence.
+
+    Each round runs the current strategy on a tuning batch and a held-out batch, measures the
+    collaboration (accuracy, calls, cost, escalations, disagreement, who answered right),
+    proposes changes from the tuning batch (per-cluster models, cost-aware escalation with learned
+    thresholds, pruning) and adopts one only if it beats the incumbent on the held-out batch
+    (paired test) within the caps. Writes OUT/report.md, OUT/rounds.png, OUT/pareto.png; the
+    strategies and evidence also go to the trace database.
+
+    Example (replay pool, RouterBench's 11 priced models):
+
+      consortium evolve --pool replay.toml --out reports/evolve --rounds 4 \\
+        --tasks replay:data=DIR:source=routerbench:split=train \\
+        --heldout replay:data=DIR:source=routerbench:split=test
+    """
+    from consortium.coord.registry import build_coordinator
+    from consortium.evolve.guards import GuardConfig
+    from consortium.evolve.loop import EvolveConfig, EvolveInputs, EvolveLoop, split_tasks
+    from consortium.evolve.proposals import PROPOSERS
+    from consortium.evolve.report import write_report
+    from consortium.evolve.strategies import Plan, Strategy
+    from consortium.pool import Pool
+    from consortium.runtime.store import TraceStore
+    from consortium.tasks.registry import load_task_set
+
+    if test not in ("sign", "bootstrap"):
+        raise ConsortiumError("--test must be sign or bootstrap")
+    chosen = [name for name in proposers.split(",") if name]
+    unknown = [name for name in chosen if name not in PROPOSERS]
+    if unknown or not chosen:
+        raise ConsortiumError(f"--proposers: expected some of {', '.join(PROPOSERS)}")
+    config = load_pool(pool)
+    tuning_set = load_task_set(tasks)
+    if heldout is None:
+        tuning_pool, heldout_pool = split_tasks(tuning_set.tasks, seed)
+        description = f"{tuning_set.description}; tuning and held-out halves of {tasks}"
+    else:
+        heldout_set = load_task_set(heldout)
+        tuning_pool, heldout_pool = tuning_set.tasks, heldout_set.tasks
+        description = f"{tuning_set.description}; tuning {tasks}; held-out {heldout}"
+    first = Strategy(default=Plan(first=start)) if start else None
+    if first is not None:
+        build_coordinator(first.default.first, config, seed)  # a bad --start fails before any call
+    settings = EvolveConfig(
+        rounds=rounds,
+        tuning_batch=batch,
+        heldout_batch=heldout_batch,
+        seed=seed,
+        concurrency=concurrency,
+        final_limit=final_limit,
+        guard=GuardConfig(
+            alpha=alpha,
+            margin=margin,
+            test=test,  # type: ignore[arg-type]
+            cheaper_by=cheaper_by,
+            noninferiority=noninferiority,
+            max_cost_per_task=max_cost_per_task,
+            max_calls_per_task=max_calls_per_task,
+            seed=seed,
+        ),
+    )
+    store = TraceStore(traces)
+
+    def show(summary: dict[str, object]) -> None:
+        heldout_row = summary["heldout"]
+        assert isinstance(heldout_row, dict)
+        err_console.print(
+            f"round {summary['round']}: held-out {100 * heldout_row['accuracy']:.1f}% at "
+            f"{heldout_row['cost_per_task']:.2e} USD/task; adopted: {summary['adopted'] or 'none'}"
+        )
+
+    async def go() -> dict[str, object]:
+        async with Pool(config) as members:
+            inputs = EvolveInputs(
+                pool=members,
+                pool_name=f"{pool} ({tuning_set.description})",
+                tuning_pool=tuning_pool,
+                heldout_pool=heldout_pool,
+                grader=tuning_set.grader,
+                resolve=lambda spec: build_coordinator(spec, config, seed),
+                models=config.names,
+                store=store,
+                proposers=[PROPOSERS[name](tolerance) for name in chosen],
+                tasks_description=description,
+            )
+            loop = EvolveLoop(inputs, settings, out, start=first, resume=resume, on_round=show)
+            return await loop.run()
+
+    state = asyncio.run(go())
+    report = write_report(state, out)
+    console.print(f"report: {report} (rounds.png, pareto.png beside it)")
 
 
 @train_app.command("trinity")

@@ -1,0 +1,38 @@
+"""Policy spec strings → coordinators: the one resolver `ask`, `eval` and `evolve` share."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from consortium.config import PoolConfig
+from consortium.coord.base import Coordinator
+from consortium.errors import ConsortiumError
+
+POLICY_SPECS = (
+    "single:NAME, random, conductor:NAME[:workers=a,b:recursion=1], "
+    "workflow:single|vote|moa|debate|reflect[:models=a,b] or a trained policy directory"
+)
+
+
+def build_coordinator(spec: str | Path, config: PoolConfig, seed: int = 0) -> Coordinator:
+    """`single:NAME`, `random`, `conductor:NAME…`, `workflow:KIND…` or a policy directory."""
+    from consortium.coord.baselines import RandomRouter, SingleModel
+    from consortium.coord.conductor.spec import conductor_from_spec, workflow_from_spec
+
+    text = str(spec)
+    if text == "random":
+        return RandomRouter(config.names, seed)
+    if text.startswith("single:"):
+        return SingleModel(config.get(text.removeprefix("single:")).name)
+    if text.startswith("conductor:"):
+        return conductor_from_spec(text, config)
+    if text.startswith("workflow:"):
+        return workflow_from_spec(text, config)
+    if Path(text).is_dir():
+        from consortium.coord.trinity.policy import load_policy
+
+        coordinator = load_policy(Path(text))
+        for name in coordinator.models:
+            config.get(name)  # the policy's models must be in this pool
+        return coordinator
+    raise ConsortiumError(f"policy {text!r}: expected {POLICY_SPECS}")

@@ -1,0 +1,1 @@
+"""The self-improvement loop: strategies, their guards, the proposals and the rounds."""

@@ -1,0 +1,202 @@
+"""Guards against reward hacking: a change is adopted only on evidence from held-out tasks.
+
+Both strategies are graded by the external graders on the same held-out tasks (paired). A change
+is adopted when it is more accurate by more than `margin`, with a one-sided p-value below `alpha`
+(exact sign test on the tasks where the two differ, or a paired bootstrap), or when it is at least
+`cheaper_by` cheaper and the bootstrap's lower 95% bound on the accuracy difference stays above
+`-noninferiority`. Caps on cost and calls per task are checked first and never traded for accuracy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+import numpy as np
+from scipy.stats import binomtest
+
+Test = Literal["sign", "bootstrap"]
+
+
+@dataclass(frozen=True)
+class GuardConfig:
+    alpha: float = 0.05
+    margin: float = 0.0
+    """Accuracy (fraction) a change must gain beyond, on held-out tasks."""
+    test: Test = "sign"
+    resamples: int = 4000
+    cheaper_by: float = 0.2
+    """Relative cost saving that lets an equally accurate change in."""
+    noninferiority: float = 0.02
+    """Accuracy a cheaper change may lose at most (the lower 95% bound of the difference)."""
+    max_cost_per_task: float | None = None
+    max_calls_per_task: float | None = None
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One strategy on a list of tasks, aligned with the other strategy's list."""
+
+    correct: np.ndarray
+    cost: np.ndarray
+    calls: np.ndarray
+
+    @classmethod
+    def of(cls, correct: Sequence[bool], cost: Sequence[float], calls: Sequence[int]) -> Measured:
+        return cls(
+            np.asarray(correct, dtype=float),
+            np.asarray(cost, dtype=float),
+            np.asarray(calls, dtype=float),
+        )
+
+    @property
+    def accuracy(self) -> float:
+        return float(self.correct.mean()) if self.correct.size else 0.0
+
+    @property
+    def cost_per_task(self) -> float:
+        return float(self.cost.mean()) if self.cost.size else 0.0
+
+    @property
+    def calls_per_task(self) -> float:
+        return float(self.calls.mean()) if self.calls.size else 0.0
+
+
+@dataclass(frozen=True)
+class Evidence:
+    tasks: int
+    incumbent_accuracy: float
+    candidate_accuracy: float
+    difference: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    test: str
+    wins: int
+    losses: int
+    incumbent_cost: float
+    candidate_cost: float
+    incumbent_calls: float
+    candidate_calls: float
+    tuning_difference: float | None = None
+
+    @property
+    def overfit(self) -> bool:
+        """Better where it was tuned, worse where it was not."""
+        return (
+            self.tuning_difference is not None
+            and self.tuning_difference > 0
+            and self.difference < 0
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "overfit": self.overfit}
+
+
+@dataclass(frozen=True)
+class Decision:
+    adopted: bool
+    reason: str
+    evidence: Evidence
+
+
+def bootstrap_differences(
+    incumbent: np.ndarray, candidate: np.ndarray, resamples: int, seed: int
+) -> np.ndarray:
+    """Mean paired difference over `resamples` resamplings of the tasks."""
+    rng = np.random.default_rng(seed)
+    differences = candidate - incumbent
+    picks = rng.integers(0, differences.size, size=(resamples, differences.size))
+    means: np.ndarray = differences[picks].mean(axis=1)
+    return means
+
+
+def compare(
+    incumbent: Measured,
+    candidate: Measured,
+    config: GuardConfig,
+    tuning_difference: float | None = None,
+) -> Evidence:
+    if incumbent.correct.shape != candidate.correct.shape or incumbent.correct.size == 0:
+        raise ValueError("paired comparison needs the same non-empty list of tasks for both")
+    difference = candidate.accuracy - incumbent.accuracy
+    wins = int(((candidate.correct == 1) & (incumbent.correct == 0)).sum())
+    losses = int(((candidate.correct == 0) & (incumbent.correct == 1)).sum())
+    boot = bootstrap_differences(
+        incumbent.correct, candidate.correct, config.resamples, config.seed
+    )
+    if config.test == "sign":
+        p_value = (
+            float(binomtest(wins, wins + losses, 0.5, alternative="greater").pvalue)
+            if wins + losses
+            else 1.0
+        )
+    else:
+        p_value = float((boot <= config.margin).mean())
+    return Evidence(
+        tasks=int(incumbent.correct.size),
+        incumbent_accuracy=incumbent.accuracy,
+        candidate_accuracy=candidate.accuracy,
+        difference=difference,
+        ci_low=float(np.quantile(boot, 0.025)),
+        ci_high=float(np.quantile(boot, 0.975)),
+        p_value=p_value,
+        test=config.test,
+        wins=wins,
+        losses=losses,
+        incumbent_cost=incumbent.cost_per_task,
+        candidate_cost=candidate.cost_per_task,
+        incumbent_calls=incumbent.calls_per_task,
+        candidate_calls=candidate.calls_per_task,
+        tuning_difference=tuning_difference,
+    )
+
+
+def judge(
+    incumbent: Measured,
+    candidate: Measured,
+    config: GuardConfig,
+    tuning_difference: float | None = None,
+) -> Decision:
+    """Adopt or reject `candidate` against `incumbent`, both measured on the same held-out tasks."""
+    evidence = compare(incumbent, candidate, config, tuning_difference)
+    cost, calls = evidence.candidate_cost, evidence.candidate_calls
+    if config.max_cost_per_task is not None and cost > config.max_cost_per_task:
+        return Decision(
+            False, f"cost cap: {cost:.6f} > {config.max_cost_per_task:.6f} USD/task", evidence
+        )
+    if config.max_calls_per_task is not None and calls > config.max_calls_per_task:
+        return Decision(
+            False, f"call cap: {calls:.2f} > {config.max_calls_per_task:g} calls/task", evidence
+        )
+    if evidence.difference > config.margin and evidence.p_value < config.alpha:
+        return Decision(
+            True,
+            f"more accurate on held-out: {evidence.difference * 100:+.1f} points, "
+            f"p = {evidence.p_value:.3g} ({config.test})",
+            evidence,
+        )
+    cheaper = cost <= (1 - config.cheaper_by) * evidence.incumbent_cost
+    if cheaper and evidence.ci_low >= -config.noninferiority:
+        saving = 1 - cost / evidence.incumbent_cost if evidence.incumbent_cost else 0.0
+        return Decision(
+            True,
+            f"{saving:.0%} cheaper, no worse on held-out (95% CI of the difference "
+            f"[{evidence.ci_low * 100:+.1f}, {evidence.ci_high * 100:+.1f}] points)",
+            evidence,
+        )
+    if evidence.overfit:
+        return Decision(
+            False,
+            f"helps only where tuned: {evidence.tuning_difference or 0.0:+.3f} on tuning, "
+            f"{evidence.difference:+.3f} on held-out",
+            evidence,
+        )
+    return Decision(
+        False,
+        f"not shown better on held-out: {evidence.difference * 100:+.1f} points, "
+        f"p = {evidence.p_value:.3g}",
+        evidence,
+    )

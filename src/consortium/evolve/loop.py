@@ -1,0 +1,356 @@
+"""`consortium evolve`: rounds of run → measure the collaboration → propose → guard → adopt.
+
+Each round draws a tuning batch (proposers read it) and a held-out batch (guards judge on it),
+both stratified by dataset and fixed by (seed, round). The round's state is written to
+OUT/state.json only after its library rows are committed, so an interrupted loop resumes at the
+first unfinished round and never redoes a finished one. After the last round, every strategy the
+loop adopted, the first one and every single model are measured on the whole held-out pool.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from consortium.coord.base import Coordinator
+from consortium.errors import ConfigError
+from consortium.evaluate import TaskResult
+from consortium.evolve.guards import GuardConfig, compare, judge
+from consortium.evolve.library import ChangeRecord, ClusterRecord, StrategyLibrary
+from consortium.evolve.measure import (
+    Evaluator,
+    accuracy,
+    by_cluster,
+    cluster_records,
+    collaboration,
+    measured,
+)
+from consortium.evolve.proposals import Proposal, Proposer, RoundContext
+from consortium.evolve.strategies import Plan, Strategy
+from consortium.pool import Pool
+from consortium.replay.behaviour import uniform
+from consortium.runtime.budget import Limits
+from consortium.runtime.caller import Caller
+from consortium.runtime.store import TraceStore
+from consortium.tasks.base import Grader, Task
+from consortium.train.rollouts import minibatch
+
+
+@dataclass(frozen=True)
+class EvolveConfig:
+    rounds: int = 5
+    tuning_batch: int = 200
+    heldout_batch: int = 400
+    seed: int = 0
+    concurrency: int = 32
+    max_candidates: int = 8
+    guard: GuardConfig = field(default_factory=GuardConfig)
+    final_limit: int | None = None
+    """Held-out tasks per dataset in the final comparison (None: the whole held-out pool)."""
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What a resumed loop must share with the interrupted one (not rounds, not concurrency)."""
+        data = asdict(self)
+        data.pop("rounds")
+        data.pop("concurrency")
+        return data
+
+
+@dataclass
+class EvolveInputs:
+    pool: Pool
+    pool_name: str
+    tuning_pool: list[Task]
+    heldout_pool: list[Task]
+    grader: Grader
+    resolve: Callable[[str], Coordinator]
+    models: list[str]
+    store: TraceStore
+    proposers: Sequence[Proposer]
+    tasks_description: str = ""
+
+
+def split_tasks(tasks: Sequence[Task], seed: int) -> tuple[list[Task], list[Task]]:
+    """Two halves (tuning, held-out), each task placed by a hash of (seed, its id)."""
+    halves: tuple[list[Task], list[Task]] = ([], [])
+    for task in tasks:
+        halves[uniform(seed, "heldout", task.id) < 0.5].append(task)
+    return halves
+
+
+def _summary(results: Sequence[TaskResult]) -> dict[str, Any]:
+    n = len(results) or 1
+    return {
+        "tasks": len(results),
+        "accuracy": accuracy(results),
+        "cost_per_task": sum(r.cost for r in results) / n,
+        "calls_per_task": sum(r.calls for r in results) / n,
+        "tokens_per_task": sum(r.tokens for r in results) / n,
+        "errors": sum(r.error is not None for r in results),
+        "per_cluster": {c: accuracy(g) for c, g in sorted(by_cluster(results).items())},
+    }
+
+
+class EvolveLoop:
+    def __init__(
+        self,
+        inputs: EvolveInputs,
+        config: EvolveConfig,
+        out_dir: Path,
+        *,
+        start: Strategy | None = None,
+        resume: bool = False,
+        on_round: Callable[[dict[str, Any]], None] | None = None,
+        after_round: Callable[[int], None] | None = None,
+    ) -> None:
+        if not inputs.tuning_pool or not inputs.heldout_pool:
+            raise ConfigError("evolve needs tuning tasks and held-out tasks")
+        overlap = {t.id for t in inputs.tuning_pool} & {t.id for t in inputs.heldout_pool}
+        if overlap:
+            raise ConfigError(
+                f"{len(overlap)} tasks are both tuning and held-out (e.g. {sorted(overlap)[0]}); "
+                "held-out tasks must be ones no change was tuned on"
+            )
+        self.inputs = inputs
+        self.config = config
+        self.out_dir = out_dir
+        self.on_round = on_round
+        self.after_round = after_round
+        self.library = StrategyLibrary(inputs.store)
+        self.state_path = out_dir / "state.json"
+        self.state = self._load_or_start(start, resume)
+
+    def _load_or_start(self, start: Strategy | None, resume: bool) -> dict[str, Any]:
+        if self.state_path.exists():
+            if not resume:
+                raise ConfigError(
+                    f"{self.out_dir} holds an evolve run; pass --resume to continue it, or "
+                    "choose another --out"
+                )
+            state: dict[str, Any] = json.loads(self.state_path.read_text())
+            if state["config"] != json.loads(json.dumps(self.config.fingerprint())):
+                raise ConfigError(
+                    f"--resume with different settings than {self.state_path} (only --rounds "
+                    "and --concurrency may change)"
+                )
+            return state
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        return {
+            "evolve_id": time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6],
+            "config": json.loads(json.dumps(self.config.fingerprint())),
+            "pool": self.inputs.pool_name,
+            "tasks": self.inputs.tasks_description,
+            "start": start.model_dump(mode="json") if start else None,
+            "incumbent": start.model_dump(mode="json") if start else None,
+            "rounds": [],
+            "final": None,
+        }
+
+    def _save(self) -> None:
+        temporary = self.state_path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(self.state, indent=1))
+        temporary.replace(self.state_path)
+
+    @property
+    def incumbent(self) -> Strategy:
+        return Strategy.model_validate(self.state["incumbent"])
+
+    def batches(self, round_: int) -> tuple[list[Task], list[Task]]:
+        seed = self.config.seed
+        tuning = minibatch(self.inputs.tuning_pool, self.config.tuning_batch, seed, round_)
+        heldout = minibatch(
+            self.inputs.heldout_pool, self.config.heldout_batch, seed + 7919, round_
+        )
+        return tuning, heldout
+
+    def _interrupted_runs(self) -> None:
+        for run in self.inputs.store.list_runs():
+            config = json.loads(run["config"] or "{}")
+            if run["status"] == "running" and config.get("evolve_id") == self.state["evolve_id"]:
+                self.inputs.store.finish_run(run["run_id"], "interrupted")
+
+    def _evaluator(self, run_id: str) -> Evaluator:
+        caps = self.config.guard.max_calls_per_task
+        return Evaluator(
+            Caller(self.inputs.pool, self.inputs.store, run_id),
+            self.inputs.grader,
+            self.inputs.resolve,
+            concurrency=self.config.concurrency,
+            task_limits=Limits(max_calls=int(caps)) if caps is not None else None,
+        )
+
+    async def run(self) -> dict[str, Any]:
+        self._interrupted_runs()
+        while len(self.state["rounds"]) < self.config.rounds:
+            await self._round(len(self.state["rounds"]) + 1)
+        if self.state["final"] is None or self.state["final"]["rounds"] != len(
+            self.state["rounds"]
+        ):
+            await self._final()
+        return self.state
+
+    async def _round(self, round_: int) -> None:
+        store = self.inputs.store
+        run_id = store.start_run(
+            "evolve",
+            pool=self.inputs.pool_name,
+            config={"evolve_id": self.state["evolve_id"], "round": round_},
+        )
+        evaluator = self._evaluator(run_id)
+        tuning, heldout = self.batches(round_)
+        if self.state["incumbent"] is None:
+            self.state["incumbent"] = self.state["start"] = (
+                await self._best_single(evaluator, tuning)
+            ).model_dump(mode="json")
+        incumbent = self.incumbent
+        inc_tuning = await evaluator.strategy(incumbent, tuning, "tuning")
+        inc_heldout = await evaluator.strategy(incumbent, heldout, "heldout")
+        context = RoundContext(
+            round_,
+            incumbent,
+            tuning,
+            self.inputs.models,
+            evaluator,
+            self.out_dir,
+            self.config.seed,
+            self.inputs.tuning_pool,
+        )
+        proposals: dict[str, Proposal] = {}
+        for proposer in self.inputs.proposers:
+            for proposal in await proposer.propose(context):
+                if proposal.strategy.id != incumbent.id:
+                    proposals.setdefault(proposal.strategy.id, proposal)
+        chosen = list(proposals.values())[: self.config.max_candidates]
+        tried = [incumbent]
+        measured_rows: list[ClusterRecord] = cluster_records(incumbent.id, "tuning", inc_tuning)
+        measured_rows += cluster_records(incumbent.id, "heldout", inc_heldout)
+        considered: list[ChangeRecord] = []
+        candidates: list[dict[str, Any]] = []
+        adopted: tuple[float, float, Proposal] | None = None
+        for proposal in chosen:
+            strategy = proposal.strategy
+            cand_tuning = await evaluator.strategy(strategy, tuning, "tuning")
+            cand_heldout = await evaluator.strategy(strategy, heldout, "heldout")
+            tuning_difference = accuracy(cand_tuning) - accuracy(inc_tuning)
+            decision = judge(
+                measured(inc_heldout), measured(cand_heldout), self.config.guard, tuning_difference
+            )
+            tried.append(strategy)
+            measured_rows += cluster_records(strategy.id, "tuning", cand_tuning)
+            measured_rows += cluster_records(strategy.id, "heldout", cand_heldout)
+            evidence = decision.evidence.as_dict()
+            considered.append(
+                ChangeRecord(
+                    incumbent.id,
+                    strategy.id,
+                    proposal.proposer,
+                    proposal.rationale,
+                    decision.adopted,
+                    decision.reason,
+                    evidence,
+                )
+            )
+            candidates.append(
+                {
+                    "strategy_id": strategy.id,
+                    "strategy": strategy.model_dump(mode="json"),
+                    "proposer": proposal.proposer,
+                    "rationale": proposal.rationale,
+                    "tuning_accuracy": accuracy(cand_tuning),
+                    "adopted": decision.adopted,
+                    "reason": decision.reason,
+                    "evidence": evidence,
+                }
+            )
+            if decision.adopted:
+                # Among adoptable changes: the largest held-out gain, then the cheapest.
+                rank = (decision.evidence.difference, -decision.evidence.candidate_cost)
+                if adopted is None or rank > adopted[:2]:
+                    adopted = (*rank, proposal)
+        for candidate in candidates:
+            candidate["adopted"] = (
+                adopted is not None and candidate["strategy_id"] == adopted[2].strategy.id
+            )
+        calls = [c for c in store.iter_calls(run_id) if c["policy"] == f"{incumbent.id}@heldout"]
+        summary: dict[str, Any] = {
+            "round": round_,
+            "run_id": run_id,
+            "incumbent_id": incumbent.id,
+            "incumbent": incumbent.describe(),
+            "tuning": _summary(inc_tuning),
+            "heldout": _summary(inc_heldout),
+            "collaboration": collaboration(inc_heldout, calls),
+            "candidates": candidates,
+            "adopted": adopted[2].strategy.id if adopted else None,
+        }
+        previous = self.state["rounds"][-1] if self.state["rounds"] else None
+        summary["overfit_flag"] = bool(
+            previous
+            and summary["tuning"]["accuracy"] > previous["tuning"]["accuracy"]
+            and summary["heldout"]["accuracy"] < previous["heldout"]["accuracy"]
+        )
+        self.library.record_round(self.state["evolve_id"], round_, tried, measured_rows, considered)
+        if adopted is not None:
+            self.state["incumbent"] = adopted[2].strategy.model_dump(mode="json")
+        self.state["rounds"].append(summary)
+        self._save()
+        store.finish_run(run_id, "finished", {"adopted": summary["adopted"]})
+        if self.on_round is not None:
+            self.on_round(summary)
+        if self.after_round is not None:
+            self.after_round(round_)
+
+    async def _best_single(self, evaluator: Evaluator, tuning: list[Task]) -> Strategy:
+        """The starting strategy when none is given: the model most accurate on the first tuning
+        batch, answering everything."""
+        scores = {}
+        for model in self.inputs.models:
+            results = await evaluator.policy(f"single:{model}", tuning, "tuning")
+            scores[model] = (accuracy(results), -sum(r.cost for r in results))
+        best = max(scores, key=lambda m: scores[m])
+        return Strategy(default=Plan(first=f"single:{best}"))
+
+    async def _final(self) -> None:
+        """The start, each adopted strategy and every single model on the whole held-out pool."""
+        store = self.inputs.store
+        run_id = store.start_run(
+            "evolve",
+            pool=self.inputs.pool_name,
+            config={"evolve_id": self.state["evolve_id"], "round": "final"},
+        )
+        evaluator = self._evaluator(run_id)
+        tasks = self.inputs.heldout_pool
+        if self.config.final_limit is not None:
+            size = self.config.final_limit * len({t.dataset for t in tasks})
+            tasks = minibatch(tasks, size, self.config.seed + 104729, 0)
+        lineage = [Strategy.model_validate(self.state["start"])]
+        for summary in self.state["rounds"]:
+            for candidate in summary["candidates"]:
+                if candidate["adopted"]:
+                    lineage.append(Strategy.model_validate(candidate["strategy"]))
+        results = {s.id: await evaluator.strategy(s, tasks, "final") for s in lineage}
+        singles = {
+            m: await evaluator.policy(f"single:{m}", tasks, "final") for m in self.inputs.models
+        }
+        first, last = lineage[0], lineage[-1]
+        evidence = compare(
+            measured(results[first.id]), measured(results[last.id]), self.config.guard
+        )
+        self.state["final"] = {
+            "rounds": len(self.state["rounds"]),
+            "run_id": run_id,
+            "tasks": len(tasks),
+            "strategies": [
+                {"strategy_id": s.id, "describe": s.describe(), **_summary(results[s.id])}
+                for s in lineage
+            ],
+            "singles": {m: _summary(r) for m, r in singles.items()},
+            "first_vs_final": evidence.as_dict(),
+        }
+        self._save()
+        store.finish_run(run_id, "finished")

@@ -1,0 +1,142 @@
+"""Running strategies on task batches, and what the loop measures about the collaboration: not
+only accuracy, but calls, tokens and cost per task, escalations, disagreement, which policies
+and models produced the right answers, and how well verifiers' verdicts matched the grader."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from consortium.coord.base import Coordinator
+from consortium.evaluate import TaskResult, run_policy
+from consortium.evolve.guards import Measured
+from consortium.evolve.library import ClusterRecord
+from consortium.evolve.strategies import Plan, Strategy, StrategyCoordinator
+from consortium.runtime.budget import Limits
+from consortium.runtime.caller import Caller
+from consortium.tasks.base import Grader, Task
+
+
+class Evaluator:
+    """Grades strategies with the task set's external grader; a strategy's results on a batch are
+    kept for the round, so proposers and guards never pay twice for the same measurement."""
+
+    def __init__(
+        self,
+        caller: Caller,
+        grader: Grader,
+        resolve: Callable[[str], Coordinator],
+        *,
+        concurrency: int = 32,
+        task_limits: Limits | None = None,
+    ) -> None:
+        self.caller = caller
+        self.grader = grader
+        self.resolve = resolve
+        self.concurrency = concurrency
+        self.task_limits = task_limits
+        self._seen: dict[tuple[str, str, tuple[str, ...]], list[TaskResult]] = {}
+
+    async def strategy(
+        self, strategy: Strategy, tasks: Sequence[Task], split: str
+    ) -> list[TaskResult]:
+        key = (strategy.id, split, tuple(t.id for t in tasks))
+        if key not in self._seen:
+            coordinator = StrategyCoordinator(strategy, self.resolve, f"{strategy.id}@{split}")
+            self._seen[key] = await run_policy(
+                coordinator,
+                tasks,
+                self.grader,
+                self.caller,
+                concurrency=self.concurrency,
+                task_limits=self.task_limits,
+            )
+        return self._seen[key]
+
+    async def policy(self, spec: str, tasks: Sequence[Task], split: str) -> list[TaskResult]:
+        """One policy spec alone (as a one-plan strategy)."""
+        return await self.strategy(Strategy(default=Plan(first=spec)), tasks, split)
+
+
+def measured(results: Sequence[TaskResult]) -> Measured:
+    return Measured.of(
+        [r.grade.correct for r in results], [r.cost for r in results], [r.calls for r in results]
+    )
+
+
+def accuracy(results: Sequence[TaskResult]) -> float:
+    return sum(r.grade.correct for r in results) / len(results) if results else 0.0
+
+
+def by_cluster(results: Iterable[TaskResult]) -> dict[str, list[TaskResult]]:
+    groups: dict[str, list[TaskResult]] = defaultdict(list)
+    for result in results:
+        groups[result.task.dataset].append(result)
+    return dict(groups)
+
+
+def cluster_records(
+    strategy_id: str, split: str, results: Sequence[TaskResult]
+) -> list[ClusterRecord]:
+    groups = {"*": list(results), **by_cluster(results)}
+    return [
+        ClusterRecord(
+            strategy_id=strategy_id,
+            split=split,
+            cluster=cluster,
+            tasks=len(group),
+            correct=sum(r.grade.correct for r in group),
+            calls=sum(r.calls for r in group),
+            tokens=sum(r.tokens for r in group),
+            cost=sum(r.cost for r in group),
+            escalated=sum(bool(r.meta.get("escalated")) for r in group),
+        )
+        for cluster, group in groups.items()
+    ]
+
+
+def _rate(hits: int, total: int) -> float | None:
+    return hits / total if total else None
+
+
+def collaboration(results: Sequence[TaskResult], calls: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """Per cluster: accuracy, cost and calls per task, escalation and disagreement rates, which
+    policy gave the right answers, calls by model and role, and verifier precision / recall
+    against the grader (None where no verifier spoke). `calls` are the trace rows of `results`."""
+    correct_of = {r.task.id: r.grade.correct for r in results}
+    cluster_of_task = {r.task.id: r.task.dataset for r in results}
+    by_model_role: dict[str, Counter[str]] = defaultdict(Counter)
+    verdicts: dict[str, list[tuple[str, bool]]] = defaultdict(list)
+    for call in calls:
+        task_id = call.get("task_id")
+        if task_id not in correct_of:
+            continue
+        cluster = cluster_of_task[task_id]
+        by_model_role[cluster][f"{call['model']}/{call.get('role') or 'worker'}"] += 1
+        if call.get("verdict"):
+            verdicts[cluster].append((str(call["verdict"]), correct_of[task_id]))
+    summary: dict[str, Any] = {}
+    for cluster, group in sorted(by_cluster(results).items()):
+        n = len(group)
+        checked = [r for r in group if "disagreed" in r.meta]
+        said = verdicts.get(cluster, [])
+        accepted_right = sum(v == "ACCEPT" and ok for v, ok in said)
+        summary[cluster] = {
+            "tasks": n,
+            "accuracy": accuracy(group),
+            "cost_per_task": sum(r.cost for r in group) / n,
+            "calls_per_task": sum(r.calls for r in group) / n,
+            "escalation_rate": sum(bool(r.meta.get("escalated")) for r in group) / n,
+            "disagreement_rate": _rate(
+                sum(bool(r.meta["disagreed"]) for r in checked), len(checked)
+            ),
+            "right_answers_by": dict(
+                Counter(str(r.meta.get("answered_by")) for r in group if r.grade.correct)
+            ),
+            "calls_by_model_role": dict(by_model_role.get(cluster, {})),
+            "verifier_precision": _rate(accepted_right, sum(v == "ACCEPT" for v, _ in said)),
+            "verifier_recall": _rate(accepted_right, sum(ok for _, ok in said)),
+            "errors": sum(r.error is not None for r in group),
+        }
+    return summary

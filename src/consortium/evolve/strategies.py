@@ -1,0 +1,128 @@
+"""A strategy: per task cluster, which policy answers first, and when to escalate to which.
+
+Policies are named by the spec strings `consortium eval --policy` takes (`single:NAME`,
+`workflow:vote:models=a,b,c`, a trained TRINITY directory …), so a strategy is plain JSON and
+its id is a hash of that JSON: the same strategy proposed twice is one strategy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from consortium.coord.agreement import agree
+from consortium.coord.base import Coordinator, Outcome
+from consortium.runtime.caller import TaskCaller
+from consortium.tasks.base import Task
+
+Trigger = Literal["never", "always", "disagreement", "confidence"]
+TRIGGERS: tuple[str, ...] = ("never", "always", "disagreement", "confidence")
+
+
+class Plan(BaseModel):
+    """Answer with `first`; escalate to `escalate` when the trigger fires: `disagreement` (the
+    `check` policy answers differently), `confidence` (the first policy's reported confidence is
+    below `threshold`) or `always`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    first: str
+    escalate: str | None = None
+    trigger: Trigger = "never"
+    check: str | None = None
+    threshold: float = 0.0
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Plan:
+        if self.trigger != "never" and not self.escalate:
+            raise ValueError(f"trigger {self.trigger!r} needs an escalate policy")
+        if self.trigger == "disagreement" and not self.check:
+            raise ValueError("trigger 'disagreement' needs a check policy")
+        if self.check is not None and self.check == self.first:
+            raise ValueError("the check policy must differ from the first (it would always agree)")
+        return self
+
+    def specs(self) -> list[str]:
+        return [s for s in (self.first, self.check, self.escalate) if s]
+
+    def describe(self) -> str:
+        if self.trigger == "never":
+            return self.first
+        condition = {
+            "always": "always",
+            "disagreement": f"if {self.check} disagrees",
+            "confidence": f"if confidence < {self.threshold:.3f}",
+        }[self.trigger]
+        return f"{self.first}, escalate to {self.escalate} {condition}"
+
+
+class Strategy(BaseModel):
+    """A default plan and per-cluster plans; the cluster of a task is its dataset."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    default: Plan
+    clusters: dict[str, Plan] = {}
+
+    @property
+    def id(self) -> str:
+        text = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+    def plan_for(self, cluster: str) -> Plan:
+        return self.clusters.get(cluster, self.default)
+
+    def with_plan(self, cluster: str, plan: Plan) -> Strategy:
+        return Strategy(default=self.default, clusters={**self.clusters, cluster: plan})
+
+    def specs(self) -> list[str]:
+        found = self.default.specs() + [s for p in self.clusters.values() for s in p.specs()]
+        return list(dict.fromkeys(found))
+
+    def describe(self) -> list[str]:
+        lines = [f"default: {self.default.describe()}"]
+        lines += [f"{c}: {p.describe()}" for c, p in sorted(self.clusters.items())]
+        return lines
+
+
+def cluster_of(task: Task) -> str:
+    return task.dataset
+
+
+class StrategyCoordinator:
+    """Runs a strategy as one coordinator; every call goes through the task's caller."""
+
+    def __init__(
+        self,
+        strategy: Strategy,
+        resolve: Callable[[str], Coordinator],
+        name: str | None = None,
+    ) -> None:
+        self.strategy = strategy
+        self.name = name or f"strategy:{strategy.id}"
+        self.policies = {spec: resolve(spec) for spec in strategy.specs()}
+
+    async def run(self, task: Task, caller: TaskCaller) -> Outcome:
+        cluster = cluster_of(task)
+        plan = self.strategy.plan_for(cluster)
+        first = await self.policies[plan.first].run(task, caller)
+        meta: dict[str, Any] = {"cluster": cluster, "answered_by": plan.first, "escalated": False}
+        confidence = first.meta.get("confidence")
+        if confidence is not None:
+            meta["confidence"] = float(confidence)
+        escalate = plan.trigger == "always"
+        if plan.trigger == "disagreement" and plan.check:
+            second = await self.policies[plan.check].run(task, caller)
+            meta["disagreed"] = escalate = not agree(first.answer, second.answer)
+        elif plan.trigger == "confidence":
+            # A first policy that reports no confidence cannot vouch for its answer.
+            escalate = confidence is None or float(confidence) < plan.threshold
+        if escalate and plan.escalate:
+            final = await self.policies[plan.escalate].run(task, caller)
+            meta.update(escalated=True, answered_by=plan.escalate)
+            return Outcome(final.answer, meta)
+        return Outcome(first.answer, meta)
