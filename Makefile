@@ -6,7 +6,7 @@ REPLAY_DATA ?= ../shared/data/routerdc
 BENCHMARKS ?= ../shared/data/benchmarks
 DEMO_ARGS ?=
 
-.PHONY: install demo test lint bench train compare clean
+.PHONY: install demo test lint bench train compare evolve clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,9 @@ train: install
 
 compare: install
 	HF_HUB_OFFLINE=1 $(BIN)/python scripts/trinity_report.py --data $(REPLAY_DATA) --compare
+
+evolve: install
+	$(BIN)/python scripts/evolve_report.py --data $(REPLAY_DATA)
 
 bench: install
 	$(BIN)/python bench/client_overhead.py --data $(REPLAY_DATA)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from consortium.config import PoolConfig
+from consortium.config import PoolConfig, dump_pool
 from consortium.coord.agreement import agree, final_answer
 from consortium.coord.base import Coordinator, Outcome
 from consortium.coord.registry import build_coordinator
@@ -38,6 +39,7 @@ from consortium.runtime.store import TraceStore
 from consortium.tasks.base import Task
 from consortium.tasks.replay import ReplayGrader, load_replay_tasks
 from consortium.types import user
+from tests.test_cli import cli, one_line_error
 
 MODELS = [
     "gpt-4-1106-preview",
@@ -405,3 +407,78 @@ async def test_resume_does_not_redo_finished_rounds(
     assert rounds == sorted(rounds) and len(rounds) == sum(
         len(r["candidates"]) for r in resumed["rounds"]
     )
+
+
+def test_evolve_command(pool_config: PoolConfig, replay_dir: Path, tmp_path: Path) -> None:
+    pool = tmp_path / "pool.toml"
+    pool.write_text(dump_pool(pool_config))
+    data = f"replay:data={replay_dir}:source=routerbench"
+    out = tmp_path / "evolve"
+    args = [
+        "evolve", "--pool", str(pool), "--out", str(out), "--rounds", "2",
+        "--tasks", f"{data}:split=train:limit=30", "--heldout", f"{data}:split=test:limit=30",
+        "--batch", "45", "--heldout-batch", "60", "--traces", f"sqlite:///{tmp_path / 't.db'}",
+    ]  # fmt: skip
+    result = cli(*args)
+    assert result.returncode == 0, result.stderr
+    state = json.loads((out / "state.json").read_text())
+    assert [r["round"] for r in state["rounds"]] == [1, 2]
+    report = (out / "report.md").read_text()
+    assert "replay of recorded outcomes" in report  # the report names its pool
+    for heading in ("## Rounds", "## Final comparison", "Cost per extra point", "## Collaboration"):
+        assert heading in report or "No extra accuracy" in report, heading
+    for image in ("rounds.png", "pareto.png"):
+        assert (out / image).read_bytes()[:4] == b"\x89PNG"
+    one_line_error(cli(*args), "--resume")  # the folder holds a run: no silent overwrite
+    one_line_error(cli(*args, "--resume", "--seed", "1"), "different settings")
+    resumed = cli(*args, "--resume", "--rounds", "3")
+    assert resumed.returncode == 0, resumed.stderr
+    again = json.loads((out / "state.json").read_text())
+    assert again["rounds"][:2] == state["rounds"] and len(again["rounds"]) == 3
+    one_line_error(cli(*args, "--proposers", "nope"), "--proposers")
+
+
+async def test_retrain_trinity_warm_starts_from_the_incumbent_policy(
+    replay_data: ReplayData, replay_server: ReplayServerProcess, tmp_path: Path
+) -> None:
+    from consortium.coord.trinity.policy import HeadSetup, save_policy
+    from consortium.evolve.measure import Evaluator
+    from consortium.evolve.proposals import RetrainTrinity
+    from consortium.train.es import TrainConfig, train_es
+    from tests.test_trinity import hash_setup
+
+    tasks, setup = hash_setup(replay_data)
+    start = np.random.default_rng(0).normal(size=setup.n_params)
+    incumbent_dir = tmp_path / "trinity"
+    save_policy(incumbent_dir, start, setup, {})
+
+    def load(path: Path) -> tuple[HeadSetup, np.ndarray]:
+        return setup, np.load(path / "head.npy").reshape(-1)
+
+    config = replay_pool(replay_data, replay_server.base_url, replay_data.models["split2"])
+    train = TrainConfig(generations=2, popsize=4, minibatch=10, sigma0=0.1)
+    async with Pool(config) as pool:
+        caller = Caller(pool, None, "test")
+        unmoved = await train_es(
+            setup, tasks, ReplayGrader(), caller, replace(train, generations=0), init=start
+        )
+        assert np.array_equal(unmoved.vector, start)  # the warm start is the starting mean
+        evaluator = Evaluator(caller, ReplayGrader(), lambda spec: build_coordinator(spec, config))
+        context = RoundContext(
+            2,
+            Strategy(default=Plan(first=str(incumbent_dir))),
+            tasks,
+            config.names,
+            evaluator,
+            tmp_path / "out",
+            tuning_pool=tasks,
+        )
+        (proposal,) = await RetrainTrinity(train, load).propose(context)
+    retrained = Path(proposal.strategy.default.first)
+    assert retrained == tmp_path / "out" / "round-2" / "trinity-trinity"
+    meta = json.loads((retrained / "policy.json").read_text())
+    assert meta["warm_start"] == str(incumbent_dir) and meta["round"] == 2
+    moved = np.load(retrained / "head.npy").reshape(-1)
+    assert not np.allclose(moved, start)
+    # sigma0 0.1 for 2 generations stays near the warm start, far from a cold (zero) start.
+    assert np.linalg.norm(moved - start) < np.linalg.norm(start)

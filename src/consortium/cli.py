@@ -548,7 +548,13 @@ def evolve(
     heldout_batch: Annotated[int, typer.Option(help="Held-out tasks per round.")] = 400,
     proposers: Annotated[
         str, typer.Option(help="Proposers to run each round, comma-separated.")
-    ] = "cluster-specialists,escalation,prune",
+    ] = "cluster-specialists,escalation,prune,retrain-trinity",
+    retrain_generations: Annotated[
+        int,
+        typer.Option(
+            help="sep-CMA-ES generations per warm-started TRINITY retraining (retrain-trinity)."
+        ),
+    ] = 3,
     test: Annotated[
         str, typer.Option(help="Paired test of the guards: sign or bootstrap.")
     ] = "sign",
@@ -604,12 +610,13 @@ def evolve(
     from consortium.coord.registry import build_coordinator
     from consortium.evolve.guards import GuardConfig
     from consortium.evolve.loop import EvolveConfig, EvolveInputs, EvolveLoop, split_tasks
-    from consortium.evolve.proposals import PROPOSERS
+    from consortium.evolve.proposals import PROPOSERS, ProposerSettings
     from consortium.evolve.report import write_report
     from consortium.evolve.strategies import Plan, Strategy
     from consortium.pool import Pool
     from consortium.runtime.store import TraceStore
     from consortium.tasks.registry import load_task_set
+    from consortium.train.es import TrainConfig
 
     if test not in ("sign", "bootstrap"):
         raise ConsortiumError("--test must be sign or bootstrap")
@@ -647,6 +654,10 @@ def evolve(
             seed=seed,
         ),
     )
+    proposer_settings = ProposerSettings(
+        tolerance=tolerance,
+        retrain=TrainConfig(generations=retrain_generations, popsize=16, minibatch=40, seed=seed),
+    )
     store = TraceStore(traces)
 
     def show(summary: dict[str, object]) -> None:
@@ -668,7 +679,7 @@ def evolve(
                 resolve=lambda spec: build_coordinator(spec, config, seed),
                 models=config.names,
                 store=store,
-                proposers=[PROPOSERS[name](tolerance) for name in chosen],
+                proposers=[PROPOSERS[name](proposer_settings) for name in chosen],
                 tasks_description=description,
             )
             loop = EvolveLoop(inputs, settings, out, start=first, resume=resume, on_round=show)

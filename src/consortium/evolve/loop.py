@@ -288,12 +288,8 @@ class EvolveLoop:
             "candidates": candidates,
             "adopted": adopted[2].strategy.id if adopted else None,
         }
-        previous = self.state["rounds"][-1] if self.state["rounds"] else None
-        summary["overfit_flag"] = bool(
-            previous
-            and summary["tuning"]["accuracy"] > previous["tuning"]["accuracy"]
-            and summary["heldout"]["accuracy"] < previous["heldout"]["accuracy"]
-        )
+        # Candidates that gained where they were tuned and lost where they were not.
+        summary["overfit_candidates"] = sum(c["evidence"]["overfit"] for c in candidates)
         self.library.record_round(self.state["evolve_id"], round_, tried, measured_rows, considered)
         if adopted is not None:
             self.state["incumbent"] = adopted[2].strategy.model_dump(mode="json")

@@ -15,17 +15,20 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
 from consortium.coord.agreement import agree
+from consortium.coord.trinity.policy import HeadSetup, load_setup, save_policy
 from consortium.evaluate import TaskResult
 from consortium.evolve.measure import Evaluator, accuracy, by_cluster
 from consortium.evolve.strategies import Plan, Strategy
+from consortium.runtime.caller import Caller
 from consortium.tasks.base import Task
+from consortium.train.es import TrainConfig, train_es
 
 
 @dataclass
@@ -289,9 +292,80 @@ class Prune:
         return proposals
 
 
-PROPOSERS: dict[str, Callable[[float], Proposer]] = {
-    ClusterSpecialists.name: ClusterSpecialists,
-    Escalation.name: Escalation,
-    Prune.name: lambda _tolerance: Prune(),
+def _trinity_specs(strategy: Strategy) -> list[str]:
+    plans = [strategy.default, *strategy.clusters.values()]
+    return list(dict.fromkeys(p.first for p in plans if (Path(p.first) / "policy.json").exists()))
+
+
+class RetrainTrinity:
+    """Warm-start sep-CMA-ES from each TRINITY policy the incumbent uses (its weights as the
+    mean) on the tuning pool; propose the retrained policy in its place."""
+
+    name = "retrain-trinity"
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        load: Callable[[Path], tuple[HeadSetup, np.ndarray]] = load_setup,
+    ) -> None:
+        self.config = config
+        self.load = load
+
+    async def propose(self, context: RoundContext) -> list[Proposal]:
+        proposals = []
+        for spec in _trinity_specs(context.incumbent):
+            setup, vector = self.load(Path(spec))
+            config = replace(self.config, seed=self.config.seed + context.round)
+            evaluator = context.evaluator
+            state = await train_es(
+                setup,
+                context.tuning_pool or context.tuning,
+                evaluator.grader,
+                Caller(evaluator.caller.pool, None, "retrain"),  # rollouts are not traced
+                config,
+                init=vector,
+            )
+            out = context.out_dir / f"round-{context.round}" / f"trinity-{Path(spec).name}"
+            save_policy(
+                out,
+                state.vector,
+                setup,
+                {"optimizer": "es", "warm_start": spec, "round": context.round},
+            )
+            strategy = context.incumbent
+            for cluster, plan in [("", strategy.default), *strategy.clusters.items()]:
+                if plan.first == spec:
+                    new = plan.model_copy(update={"first": str(out)})
+                    strategy = (
+                        strategy.with_plan(cluster, new)
+                        if cluster
+                        else Strategy(default=new, clusters=strategy.clusters)
+                    )
+            reward = state.history[-1]["population_mean"] if state.history else float("nan")
+            proposals.append(
+                Proposal(
+                    strategy,
+                    self.name,
+                    f"{spec}: {config.generations} generations of sep-CMA-ES from its weights "
+                    f"(last population reward {reward:.3f})",
+                )
+            )
+        return proposals
+
+
+@dataclass(frozen=True)
+class ProposerSettings:
+    tolerance: float = 0.01
+    """Accuracy (fraction) a cheaper choice may give up on tuning tasks."""
+    retrain: TrainConfig = field(
+        default_factory=lambda: TrainConfig(generations=3, popsize=16, minibatch=40)
+    )
+
+
+PROPOSERS: dict[str, Callable[[ProposerSettings], Proposer]] = {
+    ClusterSpecialists.name: lambda s: ClusterSpecialists(s.tolerance),
+    Escalation.name: lambda s: Escalation(s.tolerance),
+    Prune.name: lambda _s: Prune(),
+    RetrainTrinity.name: lambda s: RetrainTrinity(s.retrain),
 }
-"""Proposers by name, each built from the accuracy tolerance of cost-aware choices."""
+"""Proposers by name. retrain-trinity proposes only when the incumbent uses a TRINITY policy."""

@@ -106,7 +106,7 @@ def to_markdown(state: dict[str, Any]) -> str:
                 f"{summary['heldout']['calls_per_task']:.2f}",
                 str(len(summary["candidates"])),
                 f"{adopted['strategy_id']} ({adopted['proposer']})" if adopted else "none",
-                "tuning ↑ held-out ↓" if summary["overfit_flag"] else "",
+                _flag(summary),
             ]
         )
     header = ["round", "incumbent", "tuning %", "held-out %", "USD/task", "calls/task"]
@@ -233,6 +233,14 @@ def to_markdown(state: dict[str, Any]) -> str:
         header = ["cluster", "accuracy %", "USD/task", "calls/task", "escalated %", "disagree %"]
         lines += _table([*header, "right answers by", "verifier P / R %"], collab)
     return "\n".join(lines) + "\n"
+
+
+def _flag(summary: dict[str, Any]) -> str:
+    count = summary["overfit_candidates"]
+    if not count:
+        return ""
+    adopted = any(c["adopted"] and c["evidence"]["overfit"] for c in summary["candidates"])
+    return f"{count} with tuning ↑ held-out ↓" + (" (one adopted)" if adopted else "")
 
 
 def _describe(strategy: dict[str, Any]) -> list[str]:

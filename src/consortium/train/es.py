@@ -129,17 +129,22 @@ async def train_es(
     *,
     resume: bool = False,
     on_generation: Progress | None = None,
+    init: np.ndarray | None = None,
 ) -> TrainState:
+    """`init`: the starting mean (a warm start from an earlier policy); default zeros."""
     if resume and checkpoint is not None and checkpoint.exists():
         state = load_checkpoint(checkpoint, config)
     else:
+        start = np.zeros(setup.n_params) if init is None else np.asarray(init, dtype=float)
+        if start.shape != (setup.n_params,):
+            raise ConfigError(f"warm start has {start.size} weights, the head {setup.n_params}")
         optimizer = SepCMA(
-            mean=np.zeros(setup.n_params),
+            mean=start,
             sigma=config.sigma0,
             population_size=config.popsize,
             seed=config.seed,
         )
-        state = TrainState(config, 0, optimizer, [], np.zeros(setup.n_params))
+        state = TrainState(config, 0, optimizer, [], start.copy())
     optimizer = state.optimizer
     while state.generation < config.generations:
         step = state.generation

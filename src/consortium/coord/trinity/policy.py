@@ -118,3 +118,15 @@ def load_policy(
         roles=tuple(meta["roles"]),
         name=name or f"trinity:{policy_dir.name}",
     )
+
+
+def load_setup(
+    policy_dir: Path, encoder: CachedEncoder | None = None
+) -> tuple[HeadSetup, np.ndarray]:
+    """A trained policy as (setup, weight vector): what a warm-started retraining starts from."""
+    coordinator = load_policy(policy_dir, encoder)
+    assert isinstance(coordinator.encoder, StandardizedEncoder)
+    setup = HeadSetup(
+        coordinator.encoder, coordinator.models, coordinator.max_turns, coordinator.roles
+    )
+    return setup, coordinator.head.to_vector()
