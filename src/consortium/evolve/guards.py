@@ -178,9 +178,11 @@ def judge(
             f"p = {evidence.p_value:.3g} ({config.test})",
             evidence,
         )
-    cheaper = cost <= (1 - config.cheaper_by) * evidence.incumbent_cost
+    cheaper = (
+        evidence.incumbent_cost > 0 and cost <= (1 - config.cheaper_by) * evidence.incumbent_cost
+    )
     if cheaper and evidence.ci_low >= -config.noninferiority:
-        saving = 1 - cost / evidence.incumbent_cost if evidence.incumbent_cost else 0.0
+        saving = 1 - cost / evidence.incumbent_cost
         return Decision(
             True,
             f"{saving:.0%} cheaper, no worse on held-out (95% CI of the difference "

@@ -52,11 +52,13 @@ def _verdict(final: dict[str, Any]) -> str:
             if cost_first
             else "it costs more"
         )
+    if not more_cost and cost_first:
+        why.append(f"it costs {1 - cost_final / cost_first:.0%} less per task")
     return (
         "The final strategy is not both as accurate and as cheap as the first: "
         + " and ".join(why)
-        + ". Each adoption passed the guards on its round's held-out batch; on the whole pool "
-        "the evidence is the table above."
+        + ". Each adoption passed the guards on its round's held-out batch; the whole held-out "
+        "pool contains those batches, so this comparison is not independent of the decisions."
     )
 
 
