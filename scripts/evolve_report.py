@@ -3,8 +3,9 @@
     python scripts/evolve_report.py --data ../shared/data/routerdc
 
 Starts a replay server with RouterBench's 11 models (recorded responses, list prices), then runs
-`consortium evolve` with the train split as tuning tasks and the test split as held-out tasks
-(ARC-Challenge, Winogrande, MBPP). The command is printed and written at the top of the report.
+`consortium evolve` on ARC-Challenge, Winogrande and MBPP: the train split, halved by task id,
+gives the tuning and the held-out tasks; the test split is kept for the final comparison, which
+no decision sees. The command is printed and written at the top of the report.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def main() -> None:
             sys.executable, "-m", "consortium", "evolve",
             "--pool", str(pool), "--out", str(out), "--rounds", str(args.rounds),
             "--seed", str(args.seed), "--traces", f"sqlite:///{out / 'traces.db'}",
-            "--tasks", f"{tasks}:split=train", "--heldout", f"{tasks}:split=test",
+            "--tasks", f"{tasks}:split=train", "--final", f"{tasks}:split=test",
         ]  # fmt: skip
         shown = shlex.join(["consortium", *command[3:]])
         print("$", shown, flush=True)

@@ -21,12 +21,15 @@ from consortium.evaluate import run_policy
 from consortium.evolve.guards import GuardConfig, Measured, judge
 from consortium.evolve.library import StrategyLibrary
 from consortium.evolve.loop import EvolveConfig, EvolveInputs, EvolveLoop, split_tasks
+from consortium.evolve.measure import Evaluator, accuracy, by_cluster
 from consortium.evolve.proposals import (
     ClusterSpecialists,
     Escalation,
     Proposal,
     Proposer,
+    Prune,
     RoundContext,
+    Templates,
 )
 from consortium.evolve.report import pareto_front, write_report
 from consortium.evolve.strategies import Plan, Strategy, StrategyCoordinator
@@ -103,6 +106,19 @@ class CrashOnRound:
         if context.round == self.round:
             raise KeyboardInterrupt  # what a Ctrl-C mid-round looks like to the loop
         return []
+
+
+def round_context(
+    pool: Pool,
+    store: TraceStore,
+    incumbent: Strategy,
+    tasks: list[Task],
+    resolve: Callable[[str], Coordinator],
+    out: Path,
+) -> RoundContext:
+    """Round 1 of a loop over `tasks`, measured through `pool` and traced in `store`."""
+    evaluator = Evaluator(Caller(pool, store, store.start_run("test")), ReplayGrader(), resolve)
+    return RoundContext(1, incumbent, tasks, pool.names, evaluator, out, tuning_pool=tasks)
 
 
 async def run_loop(
@@ -303,17 +319,8 @@ async def test_escalation_learns_a_confidence_threshold(
     tasks = routerbench(replay_data, "train", 30)
     store = TraceStore(f"sqlite:///{tmp_path / 't.db'}")
     async with Pool(pool_config) as pool:
-        from consortium.evolve.measure import Evaluator
-
-        evaluator = Evaluator(Caller(pool, store, store.start_run("test")), ReplayGrader(), resolve)
-        context = RoundContext(
-            1,
-            Strategy(default=Plan(first="confident:")),
-            tasks,
-            pool_config.names,
-            evaluator,
-            tmp_path,
-        )
+        incumbent = Strategy(default=Plan(first="confident:"))
+        context = round_context(pool, store, incumbent, tasks, resolve, tmp_path)
         proposals = await Escalation(tolerance=0.0).propose(context)
     proposal = next(p for p in proposals if "most accurate" in p.rationale)
     plans = proposal.strategy.clusters
@@ -329,21 +336,9 @@ async def test_cluster_specialists_pick_per_dataset(
     tasks = routerbench(replay_data, "train", 30)
     store = TraceStore(f"sqlite:///{tmp_path / 't.db'}")
     async with Pool(pool_config) as pool:
-        from consortium.evolve.measure import Evaluator, accuracy, by_cluster
-
-        evaluator = Evaluator(
-            Caller(pool, store, store.start_run("test")),
-            ReplayGrader(),
-            lambda spec: build_coordinator(spec, pool_config),
-        )
-        context = RoundContext(
-            1,
-            Strategy(default=Plan(first="single:mistral-7b-chat")),
-            tasks,
-            pool_config.names,
-            evaluator,
-            tmp_path,
-        )
+        incumbent = Strategy(default=Plan(first="single:mistral-7b-chat"))
+        resolve = lambda spec: build_coordinator(spec, pool_config)  # noqa: E731
+        context = round_context(pool, store, incumbent, tasks, resolve, tmp_path)
         accurate, cheap = await ClusterSpecialists(tolerance=0.05).propose(context)
         singles = await context.singles()
     for cluster, plan in accurate.strategy.clusters.items():
@@ -482,3 +477,29 @@ async def test_retrain_trinity_warm_starts_from_the_incumbent_policy(
     assert not np.allclose(moved, start)
     # sigma0 0.1 for 2 generations stays near the warm start, far from a cold (zero) start.
     assert np.linalg.norm(moved - start) < np.linalg.norm(start)
+
+
+async def test_templates_per_cluster_and_their_pruning(
+    pool_config: PoolConfig, replay_data: ReplayData, tmp_path: Path
+) -> None:
+    tasks = routerbench(replay_data, "train", 20)
+    store = TraceStore(f"sqlite:///{tmp_path / 't.db'}")
+    async with Pool(pool_config) as pool:
+        incumbent = Strategy(default=Plan(first="single:mistral-7b-chat"))
+        resolve = lambda spec: build_coordinator(spec, pool_config)  # noqa: E731
+        context = round_context(pool, store, incumbent, tasks, resolve, tmp_path)
+        (vote,) = await Templates(kinds=["vote"]).propose(context)
+        singles = await context.singles()
+        for cluster, plan in vote.strategy.clusters.items():
+            scores = {m: accuracy(by_cluster(r)[cluster]) for m, r in singles.items()}
+            lead = plan.first.removeprefix("workflow:vote:models=").split(",")[0]
+            assert scores[lead] == max(scores.values()) and plan.first.count(",") == 2
+            resolve(plan.first)  # a spec the registry builds
+        context.incumbent = vote.strategy
+        pruned = await Prune().propose(context)
+    assert len(pruned) == 3  # one per cluster: back to the lead alone
+    for proposal in pruned:
+        changed = [
+            c for c, p in proposal.strategy.clusters.items() if not p.first.startswith("workflow:")
+        ]
+        assert len(changed) == 1

@@ -534,6 +534,13 @@ def evolve(
             "split by task id."
         ),
     ] = None,
+    final: Annotated[
+        str | None,
+        typer.Option(
+            help="Tasks no decision may see, for the final comparison of the first and the "
+            "final strategy (e.g. the test split). Default: the held-out pool."
+        ),
+    ] = None,
     rounds: Annotated[
         int, typer.Option(help="Rounds to run (a resumed loop runs up to this).")
     ] = 5,
@@ -548,7 +555,7 @@ def evolve(
     heldout_batch: Annotated[int, typer.Option(help="Held-out tasks per round.")] = 400,
     proposers: Annotated[
         str, typer.Option(help="Proposers to run each round, comma-separated.")
-    ] = "cluster-specialists,escalation,prune,retrain-trinity",
+    ] = "cluster-specialists,escalation,templates,prune,retrain-trinity",
     retrain_generations: Annotated[
         int,
         typer.Option(
@@ -601,11 +608,12 @@ def evolve(
     (paired test) within the caps. Writes OUT/report.md, OUT/rounds.png, OUT/pareto.png; the
     strategies and evidence also go to the trace database.
 
-    Example (replay pool, RouterBench's 11 priced models):
+    Example (replay pool, RouterBench's 11 priced models; the train split halved into tuning and
+    held-out tasks, the test split kept for the final comparison):
 
-      consortium evolve --pool replay.toml --out reports/evolve --rounds 4 \\
+      consortium evolve --pool replay.toml --out reports/evolve --rounds 5 \\
         --tasks replay:data=DIR:source=routerbench:split=train \\
-        --heldout replay:data=DIR:source=routerbench:split=test
+        --final replay:data=DIR:source=routerbench:split=test
     """
     from consortium.coord.registry import build_coordinator
     from consortium.evolve.guards import GuardConfig
@@ -633,6 +641,9 @@ def evolve(
         heldout_set = load_task_set(heldout)
         tuning_pool, heldout_pool = tuning_set.tasks, heldout_set.tasks
         description = f"{tuning_set.description}; tuning {tasks}; held-out {heldout}"
+    final_pool = load_task_set(final).tasks if final else None
+    if final:
+        description += f"; final comparison {final}"
     first = Strategy(default=Plan(first=start)) if start else None
     if first is not None:
         build_coordinator(first.default.first, config, seed)  # a bad --start fails before any call
@@ -675,6 +686,7 @@ def evolve(
                 pool_name=f"{pool} ({tuning_set.description})",
                 tuning_pool=tuning_pool,
                 heldout_pool=heldout_pool,
+                final_pool=final_pool,
                 grader=tuning_set.grader,
                 resolve=lambda spec: build_coordinator(spec, config, seed),
                 models=config.names,

@@ -73,6 +73,9 @@ class EvolveInputs:
     store: TraceStore
     proposers: Sequence[Proposer]
     tasks_description: str = ""
+    final_pool: list[Task] | None = None
+    """Tasks no decision saw, for the final comparison; None: the held-out pool (which holds
+    the batches the guards decided on, so that comparison is not independent of them)."""
 
 
 def split_tasks(tasks: Sequence[Task], seed: int) -> tuple[list[Task], list[Task]]:
@@ -110,12 +113,18 @@ class EvolveLoop:
     ) -> None:
         if not inputs.tuning_pool or not inputs.heldout_pool:
             raise ConfigError("evolve needs tuning tasks and held-out tasks")
-        overlap = {t.id for t in inputs.tuning_pool} & {t.id for t in inputs.heldout_pool}
-        if overlap:
-            raise ConfigError(
-                f"{len(overlap)} tasks are both tuning and held-out (e.g. {sorted(overlap)[0]}); "
-                "held-out tasks must be ones no change was tuned on"
-            )
+        pools = {"tuning": inputs.tuning_pool, "held-out": inputs.heldout_pool}
+        if inputs.final_pool is not None:
+            pools["final"] = inputs.final_pool
+        names = list(pools)
+        for index, first in enumerate(names):
+            for second in names[index + 1 :]:
+                overlap = {t.id for t in pools[first]} & {t.id for t in pools[second]}
+                if overlap:
+                    raise ConfigError(
+                        f"{len(overlap)} tasks are both {first} and {second} tasks (e.g. "
+                        f"{sorted(overlap)[0]}); each pool must be disjoint from the others"
+                    )
         self.inputs = inputs
         self.config = config
         self.out_dir = out_dir
@@ -312,7 +321,8 @@ class EvolveLoop:
         return Strategy(default=Plan(first=f"single:{best}"))
 
     async def _final(self) -> None:
-        """The start, each adopted strategy and every single model on the whole held-out pool."""
+        """The start, each adopted strategy and every single model on the final pool (default:
+        the whole held-out pool)."""
         store = self.inputs.store
         run_id = store.start_run(
             "evolve",
@@ -320,7 +330,12 @@ class EvolveLoop:
             config={"evolve_id": self.state["evolve_id"], "round": "final"},
         )
         evaluator = self._evaluator(run_id)
-        tasks = self.inputs.heldout_pool
+        independent = self.inputs.final_pool is not None
+        tasks = (
+            self.inputs.final_pool
+            if self.inputs.final_pool is not None
+            else self.inputs.heldout_pool
+        )
         if self.config.final_limit is not None:
             size = self.config.final_limit * len({t.dataset for t in tasks})
             tasks = minibatch(tasks, size, self.config.seed + 104729, 0)
@@ -341,6 +356,7 @@ class EvolveLoop:
             "rounds": len(self.state["rounds"]),
             "run_id": run_id,
             "tasks": len(tasks),
+            "independent": independent,
             "strategies": [
                 {"strategy_id": s.id, "describe": s.describe(), **_summary(results[s.id])}
                 for s in lineage

@@ -7,6 +7,8 @@ They see only the tuning batch; the guards judge their proposals on held-out tas
   most accurate model: never, always, when a cheap second opinion disagrees, or when the first
   policy's confidence is below a threshold; the cheapest option within `tolerance` of the most
   accurate one on the tuning tasks wins (thresholds learned from the observed confidences).
+- `Templates`: per cluster, a workflow template (majority vote, mixture-of-agents) over the
+  cluster's three most accurate models.
 - `Prune`: drop escalation from a cluster, or a cluster plan equal to the default.
 - `RetrainTrinity`: warm-start sep-CMA-ES from a TRINITY policy's weights on the tuning tasks.
 """
@@ -80,11 +82,18 @@ def _cheapest_adequate(
 
 
 def _replace_first(plan: Plan, spec: str) -> Plan:
+    """`plan` answering first with `spec`; a check by `spec` itself would always agree, so such
+    a plan loses its escalation."""
     if plan.check == spec:
-        return Plan(
-            first=spec, escalate=plan.escalate, trigger="always" if plan.escalate else "never"
-        )
+        return Plan(first=spec)
     return plan.model_copy(update={"first": spec})
+
+
+def _template_lead(spec: str) -> str | None:
+    """The lead model of a `workflow:KIND:models=a,b,c` spec (a), or None."""
+    if not spec.startswith("workflow:") or "models=" not in spec:
+        return None
+    return spec.split("models=", 1)[1].split(":", 1)[0].split(",", 1)[0] or None
 
 
 class ClusterSpecialists:
@@ -265,6 +274,36 @@ class Escalation:
         ]
 
 
+class Templates:
+    """Per cluster, a collaboration template over the cluster's three most accurate models on
+    the tuning batch (the most accurate leads: judge, aggregator or reflector)."""
+
+    name = "templates"
+
+    def __init__(self, kinds: Sequence[str] = ("vote", "moa")) -> None:
+        self.kinds = tuple(kinds)
+
+    async def propose(self, context: RoundContext) -> list[Proposal]:
+        singles = await context.singles()
+        proposals = []
+        for kind in self.kinds:
+            strategy = context.incumbent
+            picks = []
+            for cluster in sorted({t.dataset for t in context.tuning}):
+                per_model = {m: by_cluster(r).get(cluster, []) for m, r in singles.items()}
+                ranked = sorted(
+                    per_model, key=lambda m: (-accuracy(per_model[m]), _cost(per_model[m]))
+                )
+                spec = f"workflow:{kind}:models={','.join(ranked[:3])}"
+                picks.append(f"{cluster}: {spec}")
+                plan = strategy.plan_for(cluster)
+                strategy = strategy.with_plan(cluster, _replace_first(plan, spec))
+            proposals.append(
+                Proposal(strategy, self.name, f"{kind} per cluster: " + "; ".join(picks))
+            )
+        return proposals
+
+
 class Prune:
     name = "prune"
 
@@ -281,7 +320,17 @@ class Prune:
                         f"{cluster}: same as the default, merged",
                     )
                 )
-            elif plan.trigger != "never":
+                continue
+            lead = _template_lead(plan.first)
+            if lead is not None:
+                proposals.append(
+                    Proposal(
+                        incumbent.with_plan(cluster, _replace_first(plan, f"single:{lead}")),
+                        self.name,
+                        f"{cluster}: replace {plan.first} by its lead model alone",
+                    )
+                )
+            if plan.trigger != "never":
                 proposals.append(
                     Proposal(
                         incumbent.with_plan(cluster, Plan(first=plan.first)),
@@ -365,6 +414,7 @@ class ProposerSettings:
 PROPOSERS: dict[str, Callable[[ProposerSettings], Proposer]] = {
     ClusterSpecialists.name: lambda s: ClusterSpecialists(s.tolerance),
     Escalation.name: lambda s: Escalation(s.tolerance),
+    Templates.name: lambda _s: Templates(),
     Prune.name: lambda _s: Prune(),
     RetrainTrinity.name: lambda s: RetrainTrinity(s.retrain),
 }

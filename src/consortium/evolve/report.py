@@ -1,5 +1,6 @@
 """The evolve report: rounds, adopted changes with their evidence, rejected ones with the reason,
-the final comparison on the whole held-out pool, and two PNGs (rounds; cost–accuracy Pareto)."""
+the final comparison (on tasks no decision saw, when given), and two PNGs (rounds; the
+cost–accuracy Pareto frontier)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,12 @@ def pareto_front(points: list[tuple[str, float, float]]) -> list[tuple[str, floa
     return sorted(front, key=lambda p: p[1])
 
 
+def _final_pool(final: dict[str, Any]) -> str:
+    if final.get("independent"):
+        return "final tasks, which no decision saw"
+    return "whole held-out pool"
+
+
 def _verdict(final: dict[str, Any]) -> str:
     evidence = final["first_vs_final"]
     gain = evidence["difference"]
@@ -39,7 +46,7 @@ def _verdict(final: dict[str, Any]) -> str:
     more_cost = cost_final > cost_first * 1.0001
     if gain >= 0 and not more_cost:
         return (
-            f"The final strategy is at least as accurate as the first on the whole held-out pool "
+            f"The final strategy is at least as accurate as the first on the {_final_pool(final)} "
             f"({gain * 100:+.1f} points) at no more cost per task ({_usd(cost_first)} → "
             f"{_usd(cost_final)} USD)."
         )
@@ -57,8 +64,13 @@ def _verdict(final: dict[str, Any]) -> str:
     return (
         "The final strategy is not both as accurate and as cheap as the first: "
         + " and ".join(why)
-        + ". Each adoption passed the guards on its round's held-out batch; the whole held-out "
-        "pool contains those batches, so this comparison is not independent of the decisions."
+        + ". Each adoption passed the guards on its round's held-out batch"
+        + (
+            "; the final tasks were never used by any decision."
+            if final.get("independent")
+            else "; the whole held-out pool contains those batches, so this comparison is not "
+            "independent of the decisions (give --final for one that is)."
+        )
     )
 
 
@@ -69,7 +81,7 @@ def _cost_per_point(final: dict[str, Any]) -> str:
     gain = (last["accuracy"] - singles[best]["accuracy"]) * 100
     extra = last["cost_per_task"] - singles[best]["cost_per_task"]
     head = (
-        f"Best single model on the held-out pool: {best} ({_pct(singles[best]['accuracy'])}%, "
+        f"Best single model on the final tasks: {best} ({_pct(singles[best]['accuracy'])}%, "
         f"{_usd(singles[best]['cost_per_task'])} USD/task). Final strategy: "
         f"{_pct(last['accuracy'])}%, {_usd(last['cost_per_task'])} USD/task. "
     )
@@ -177,7 +189,7 @@ def to_markdown(state: dict[str, Any]) -> str:
         else ["None."]
     )
     if final:
-        lines += ["", f"## Final comparison: the whole held-out pool ({final['tasks']} tasks)", ""]
+        lines += ["", f"## Final comparison: the {_final_pool(final)} ({final['tasks']} tasks)", ""]
         table = [
             [
                 f"strategy {s['strategy_id']}"
