@@ -30,6 +30,7 @@ def main() -> None:
     parser.add_argument("--out", default="reports/evolve")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--batch", type=int, default=600, help="tuning tasks per round")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -41,7 +42,8 @@ def main() -> None:
         command = [
             sys.executable, "-m", "consortium", "evolve",
             "--pool", str(pool), "--out", str(out), "--rounds", str(args.rounds),
-            "--seed", str(args.seed), "--traces", f"sqlite:///{out / 'traces.db'}",
+            "--seed", str(args.seed), "--batch", str(args.batch),
+            "--traces", f"sqlite:///{out / 'traces.db'}",
             "--tasks", f"{tasks}:split=train", "--final", f"{tasks}:split=test",
         ]  # fmt: skip
         shown = shlex.join(["consortium", *command[3:]])

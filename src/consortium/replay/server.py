@@ -17,7 +17,6 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +25,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from consortium.openai_format import (
+    completion_body,
+    content_text,
+    error_response,
+    stream_chunks,
+)
 from consortium.replay.behaviour import Coupling, replay_answer, uniform
 from consortium.replay.data import ReplayData, ReplayRecord
 from consortium.tokens import estimate_tokens
@@ -68,16 +73,7 @@ class ServerStats:
 
 
 def _error(status: int, message: str, code: str, headers: dict[str, str] | None = None) -> Response:
-    body = {"error": {"message": message, "type": "replay_error", "code": code}}
-    return JSONResponse(body, status_code=status, headers=headers)
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return ""
+    return error_response(status, message, code, "replay_error", headers)
 
 
 class ReplayApp:
@@ -114,7 +110,7 @@ class ReplayApp:
         """The recorded question in `messages`: a whole message first, then the end of a message
         after a line break (how workflow steps quote the question, short questions included),
         else one inside a message."""
-        texts = [_content_text(m.get("content")) for m in messages if isinstance(m, dict)]
+        texts = [content_text(m.get("content")) for m in messages if isinstance(m, dict)]
         for text in texts:
             record = self.data.lookup(text, model)
             if record is not None:
@@ -220,9 +216,7 @@ class ReplayApp:
         if isinstance(max_tokens, int) and estimate_tokens(text) > max_tokens:
             text, finish = text[: max_tokens * 4], "length"
         prompt_tokens = sum(
-            estimate_tokens(_content_text(m.get("content")))
-            for m in messages
-            if isinstance(m, dict)
+            estimate_tokens(content_text(m.get("content"))) for m in messages if isinstance(m, dict)
         )
         completion_tokens = estimate_tokens(text)
         delay = self.latency.delay(completion_tokens)
@@ -237,46 +231,10 @@ class ReplayApp:
         }
         if body.get("stream"):
             return StreamingResponse(
-                _stream(completion_id, model, text, finish, usage), media_type="text/event-stream"
+                stream_chunks(completion_id, model, text, finish, usage),
+                media_type="text/event-stream",
             )
-        return JSONResponse(
-            {
-                "id": completion_id,
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "finish_reason": finish,
-                    }
-                ],
-                "usage": usage,
-            }
-        )
-
-
-async def _stream(
-    completion_id: str, model: str, text: str, finish: str, usage: dict[str, int]
-) -> AsyncIterator[str]:
-    created = int(time.time())
-
-    def chunk(delta: dict[str, str], reason: str | None, with_usage: bool = False) -> str:
-        payload: dict[str, Any] = {
-            "id": completion_id,
-            "object": "chat.completion.chunk",
-            "created": created,
-            "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": reason}],
-        }
-        if with_usage:
-            payload["usage"] = usage
-        return f"data: {json.dumps(payload)}\n\n"
-
-    yield chunk({"role": "assistant", "content": text}, None)
-    yield chunk({}, finish, with_usage=True)
-    yield "data: [DONE]\n\n"
+        return JSONResponse(completion_body(completion_id, model, text, finish, usage))
 
 
 def exit_with_parent() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from consortium.errors import AgentError
@@ -39,12 +40,24 @@ class Caller:
         return TaskCaller(self, task_id, policy, self.budget.child(limits, f"task {task_id}"))
 
 
+@dataclass(frozen=True, slots=True)
+class CallSummary:
+    """One finished call of a task, for whoever answers on the task's behalf (e.g. `serve`)."""
+
+    model: str
+    role: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+
+
 class TaskCaller:
     def __init__(self, run: Caller, task_id: str, policy: str, budget: Budget) -> None:
         self.run = run
         self.task_id = task_id
         self.policy = policy
         self.budget = budget
+        self.made: list[CallSummary] = []
 
     async def call(
         self,
@@ -108,6 +121,9 @@ class TaskCaller:
         record.latency = completion.latency
         record.cached = completion.cached
         record.verdict = verdict_of(completion.text) if verdict_of else None
+        self.made.append(
+            CallSummary(model, role, usage.prompt_tokens, usage.completion_tokens, cost)
+        )
         if self.run.store is not None:
             self.run.store.record_call(record)
         return completion

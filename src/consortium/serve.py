@@ -1,0 +1,197 @@
+"""`consortium serve`: the whole ensemble as one OpenAI-compatible model.
+
+`/v1/models` lists it; `/v1/chat/completions` runs the coordinator on the conversation (its last
+user message is the question; earlier turns come before it as context) and answers, whole or as
+server-sent events. Every answer says what it took: headers `x-consortium-calls`, `-models`,
+`-roles`, `-cost` (USD), `-task` and `-run` (the trace rows), and the same under the body's
+`consortium` field. Each request has its own budget and deadline; calls are traced as they
+complete. With a bearer token configured every request must carry it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from consortium.coord.base import Coordinator
+from consortium.coord.conductor.workflow import WorkflowError
+from consortium.errors import AgentError, BudgetExceeded
+from consortium.openai_format import (
+    completion_body,
+    content_text,
+    error_response,
+    stream_chunks,
+)
+from consortium.runtime.budget import Limits
+from consortium.runtime.caller import Caller, TaskCaller
+from consortium.tasks.base import Task
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def question_of(messages: list[Any]) -> str:
+    """The text a coordinator answers: the last user message, after the earlier turns."""
+    turns = [
+        (str(m.get("role", "user")), content_text(m.get("content")))
+        for m in messages
+        if isinstance(m, dict)
+    ]
+    last_user = max((i for i, (role, _) in enumerate(turns) if role == "user"), default=None)
+    if last_user is None:
+        return ""
+    earlier = [f"{role}: {text}" for role, text in turns[:last_user] if text.strip()]
+    question = turns[last_user][1]
+    return "\n\n".join([*earlier, question]) if earlier else question
+
+
+def _unique(values: list[str]) -> list[str]:
+    return list(dict.fromkeys(values))
+
+
+class EnsembleServer:
+    def __init__(
+        self,
+        coordinator: Coordinator,
+        caller: Caller,
+        *,
+        model_id: str = "consortium",
+        token: str | None = None,
+        request_timeout: float = 300.0,
+        limits: Limits | None = None,
+        stream_pieces: int = 8,
+        on_close: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self.coordinator = coordinator
+        self.caller = caller
+        self.model_id = model_id
+        self.token = token
+        self.request_timeout = request_timeout
+        self.limits = limits or Limits()
+        self.stream_pieces = stream_pieces
+        self.on_close = on_close
+        self.app = Starlette(
+            lifespan=self._lifespan,
+            routes=[
+                Route("/v1/models", self.list_models, methods=["GET"]),
+                Route("/v1/chat/completions", self.chat, methods=["POST"]),
+                Route("/health", self.health, methods=["GET"]),
+            ],
+        )
+
+    @asynccontextmanager
+    async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        yield
+        if self.on_close is not None:
+            await self.on_close()
+
+    def _refused(self, request: Request) -> Response | None:
+        if self.token is None:
+            return None
+        given = request.headers.get("authorization", "")
+        scheme, _, value = given.partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(value.strip(), self.token):
+            return None
+        return error_response(
+            401, "missing or wrong bearer token", "invalid_api_key", "authentication_error"
+        )
+
+    async def health(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok", "model": self.model_id})
+
+    async def list_models(self, request: Request) -> Response:
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
+        model = {"id": self.model_id, "object": "model", "created": 0, "owned_by": "consortium"}
+        return JSONResponse({"object": "list", "data": [model]})
+
+    async def chat(self, request: Request) -> Response:
+        refused = self._refused(request)
+        if refused is not None:
+            return refused
+        try:
+            body = await request.json()
+        except (ValueError, UnicodeDecodeError):
+            return error_response(400, "request body is not valid JSON", "invalid_json")
+        if not isinstance(body, dict):
+            return error_response(400, "request body must be a JSON object", "invalid_request")
+        if body.get("model") != self.model_id:
+            return error_response(
+                404,
+                f"model {body.get('model')!r} is not served here; this server serves "
+                f"{self.model_id!r}",
+                "model_not_found",
+            )
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            return error_response(400, "messages must be a non-empty list", "invalid_request")
+        question = question_of(messages)
+        if not question.strip():
+            return error_response(400, "no user message with text to answer", "invalid_request")
+        task = Task(id=f"req-{uuid.uuid4().hex[:16]}", question=question, dataset="serve", split="")
+        task_caller = self.caller.for_task(task.id, self.coordinator.name, self.limits)
+        try:
+            outcome = await asyncio.wait_for(
+                self.coordinator.run(task, task_caller), self.request_timeout
+            )
+        except TimeoutError:
+            return self._failure(504, "the ensemble did not answer in time", "timeout", task_caller)
+        except BudgetExceeded as error:
+            return self._failure(402, str(error), "budget_exceeded", task_caller)
+        except (AgentError, WorkflowError) as error:
+            return self._failure(502, str(error), "upstream_error", task_caller)
+        made = task_caller.made
+        usage = {
+            "prompt_tokens": sum(c.prompt_tokens for c in made),
+            "completion_tokens": sum(c.completion_tokens for c in made),
+        }
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        headers = self._headers(task_caller)
+        completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+        if body.get("stream"):
+            return StreamingResponse(
+                stream_chunks(
+                    completion_id, self.model_id, outcome.answer, "stop", usage, self.stream_pieces
+                ),
+                media_type="text/event-stream",
+                headers=headers,
+            )
+        payload = completion_body(completion_id, self.model_id, outcome.answer, "stop", usage)
+        payload["consortium"] = self._account(task_caller)
+        return JSONResponse(payload, headers=headers)
+
+    def _account(self, task_caller: TaskCaller) -> dict[str, Any]:
+        made = task_caller.made
+        return {
+            "calls": len(made),
+            "models": _unique([c.model for c in made]),
+            "roles": _unique([c.role for c in made]),
+            "cost": sum(c.cost for c in made),
+            "task_id": task_caller.task_id,
+            "run_id": self.caller.run_id,
+        }
+
+    def _headers(self, task_caller: TaskCaller) -> dict[str, str]:
+        account = self._account(task_caller)
+        return {
+            "x-consortium-calls": str(account["calls"]),
+            "x-consortium-models": ",".join(account["models"]),
+            "x-consortium-roles": ",".join(account["roles"]),
+            "x-consortium-cost": f"{account['cost']:.8f}",
+            "x-consortium-task": account["task_id"],
+            "x-consortium-run": account["run_id"],
+        }
+
+    def _failure(self, status: int, message: str, code: str, task_caller: TaskCaller) -> Response:
+        return error_response(
+            status, message, code, "consortium_error", headers=self._headers(task_caller)
+        )

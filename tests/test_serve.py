@@ -1,0 +1,182 @@
+"""`consortium serve` over the replay pool, driven by the unchanged openai SDK."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from consortium.config import dump_pool
+from consortium.replay.data import ReplayData
+from consortium.replay.launch import ReplayServerProcess, free_port
+from consortium.replay.pool import replay_pool
+from consortium.runtime.store import TraceStore
+from tests.test_cli import cli, one_line_error
+
+TOKEN = "serve-token-for-tests"
+
+
+@pytest.fixture(scope="module")
+def pool_path(
+    replay_server: ReplayServerProcess,
+    replay_data: ReplayData,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Path:
+    path = tmp_path_factory.mktemp("serve") / "pool.toml"
+    models = replay_data.models["split2"][:3]
+    path.write_text(dump_pool(replay_pool(replay_data, replay_server.base_url, models)))
+    return path
+
+
+@contextmanager
+def serving(pool: Path, traces: Path, *args: str, token: str | None = None) -> Iterator[str]:
+    port = free_port()
+    env = {**os.environ, "CONSORTIUM_SERVE_TOKEN": token or ""}
+    command = [
+        sys.executable,
+        "-m",
+        "consortium",
+        "serve",
+        "--pool",
+        str(pool),
+        "--port",
+        str(port),
+    ]
+    command += ["--traces", f"sqlite:///{traces}", *args]
+    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if process.poll() is not None:
+                raise AssertionError(process.stderr.read() if process.stderr else "serve exited")
+            try:
+                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError("serve did not start")
+            time.sleep(0.1)
+        yield f"{base}/v1"
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+def recorded_question(data: ReplayData, index: int = 0) -> str:
+    return data.select(source="split2", datasets=["gsm8k"], split="test")[index].question
+
+
+VOTE_MODELS = ["Mistral-7B-v0.1", "MetaMath-Mistral-7B", "Chinese-Mistral-7B-v0.1"]
+VOTE = "workflow:vote:models=" + ",".join(VOTE_MODELS)
+
+
+def test_an_unchanged_openai_client_gets_answers(
+    pool_path: Path, replay_data: ReplayData, tmp_path: Path
+) -> None:
+    question = recorded_question(replay_data)
+    with serving(pool_path, tmp_path / "t.db", "--policy", VOTE) as base_url:
+        client = openai.OpenAI(base_url=base_url, api_key="unused")
+        assert [m.id for m in client.models.list()] == ["consortium"]
+        raw = client.chat.completions.with_raw_response.create(
+            model="consortium", messages=[{"role": "user", "content": question}]
+        )
+        answer = raw.parse()
+        text = answer.choices[0].message.content or ""
+        # The judge (first voter) reports the answer; on replay that is its own recorded answer.
+        assert text.startswith("(replay of mistralai/Mistral-7B-v0.1) The answer is ")
+        assert raw.headers["x-consortium-calls"] == "4"
+        assert raw.headers["x-consortium-models"].split(",") == [
+            "Mistral-7B-v0.1",
+            "MetaMath-Mistral-7B",
+            "Chinese-Mistral-7B-v0.1",
+        ] or set(raw.headers["x-consortium-models"].split(",")) == {
+            "Mistral-7B-v0.1",
+            "MetaMath-Mistral-7B",
+            "Chinese-Mistral-7B-v0.1",
+        }
+        assert float(raw.headers["x-consortium-cost"]) > 0
+        assert answer.usage is not None and answer.usage.total_tokens > 0
+        streamed = client.chat.completions.create(
+            model="consortium", messages=[{"role": "user", "content": question}], stream=True
+        )
+        pieces = [c.choices[0].delta.content or "" for c in streamed if c.choices]
+        assert len([p for p in pieces if p]) > 1 and "".join(pieces) == text
+        with pytest.raises(openai.NotFoundError):
+            client.chat.completions.create(
+                model="gpt-4o", messages=[{"role": "user", "content": question}]
+            )
+        with pytest.raises(openai.BadRequestError):
+            client.chat.completions.create(model="consortium", messages=[])
+    store = TraceStore(f"sqlite:///{tmp_path / 't.db'}")
+    (run,) = store.list_runs()
+    assert run["kind"] == "serve" and run["status"] == "finished"
+    task_id = raw.headers["x-consortium-task"]
+    assert len([c for c in store.iter_calls(run["run_id"]) if c["task_id"] == task_id]) == 4
+
+
+def test_two_hundred_concurrent_requests_no_error_no_lost_trace(
+    pool_path: Path, replay_data: ReplayData, tmp_path: Path
+) -> None:
+    questions = [recorded_question(replay_data, i) for i in range(50)]
+
+    async def ask_all(base_url: str) -> list[int]:
+        client = openai.AsyncOpenAI(base_url=base_url, api_key="unused", max_retries=0, timeout=120)
+
+        async def one(i: int) -> int:
+            raw = await client.chat.completions.with_raw_response.create(
+                model="consortium",
+                messages=[{"role": "user", "content": questions[i % len(questions)]}],
+            )
+            assert raw.parse().choices[0].message.content
+            return int(raw.headers["x-consortium-calls"])
+
+        try:
+            return list(await asyncio.gather(*(one(i) for i in range(200))))
+        finally:
+            await client.close()
+
+    with serving(pool_path, tmp_path / "t.db", "--policy", VOTE) as base_url:
+        calls = asyncio.run(ask_all(base_url))
+    assert calls == [4] * 200
+    store = TraceStore(f"sqlite:///{tmp_path / 't.db'}")
+    (run,) = store.list_runs()
+    rows = list(store.iter_calls(run["run_id"]))
+    assert len(rows) == sum(calls) and len({r["task_id"] for r in rows}) == 200
+    assert all(r["error"] is None and r["response"] for r in rows)
+
+
+def test_bearer_token_and_budget_per_request(
+    pool_path: Path, replay_data: ReplayData, tmp_path: Path
+) -> None:
+    question = recorded_question(replay_data)
+    messages = [{"role": "user", "content": question}]
+    with serving(
+        pool_path, tmp_path / "t.db", "--policy", VOTE, "--max-calls", "2", token=TOKEN
+    ) as base_url:
+        with pytest.raises(openai.AuthenticationError):
+            openai.OpenAI(base_url=base_url, api_key="wrong").models.list()
+        client = openai.OpenAI(base_url=base_url, api_key=TOKEN, max_retries=0)
+        assert [m.id for m in client.models.list()] == ["consortium"]
+        with pytest.raises(openai.APIStatusError) as refused:
+            client.chat.completions.create(model="consortium", messages=messages)
+        assert refused.value.status_code == 402
+        # The third voter's call is refused before it is made; the others never exceed the cap.
+        assert int(refused.value.response.headers["x-consortium-calls"]) <= 2
+        assert "budget" in refused.value.message or "cap" in refused.value.message
+
+
+def test_serving_beyond_loopback_needs_a_token(pool_path: Path) -> None:
+    args = ["serve", "--pool", str(pool_path), "--policy", "single:Mistral-7B-v0.1"]
+    result = cli(*args, "--host", "0.0.0.0", env={"CONSORTIUM_SERVE_TOKEN": ""})
+    one_line_error(result, "without a token")
