@@ -16,6 +16,7 @@ from rich.table import Table
 
 from consortium.config import PoolConfig, dump_pool, load_pool
 from consortium.errors import ConsortiumError
+from consortium.runtime.telemetry import Telemetry
 
 if TYPE_CHECKING:
     from consortium.coord.base import Coordinator
@@ -250,7 +251,7 @@ def ask(
 
     async def go() -> tuple[str, Caller]:
         async with Pool(config) as members:
-            caller = Caller(members, store, run_id)
+            caller = Caller(members, store, run_id, telemetry=Telemetry.from_env())
             task_caller = caller.for_task("ask", coordinator.name)
             outcome = await coordinator.run(Task("ask", question, "ask", "none"), task_caller)
             return outcome.answer, caller
@@ -369,7 +370,7 @@ def conduct(
 
     async def go() -> tuple[WorkflowRun, Caller]:
         async with Pool(config) as members:
-            caller = Caller(members, store, run_id)
+            caller = Caller(members, store, run_id, telemetry=Telemetry.from_env())
             task_caller = caller.for_task("conduct", "conduct")
             if fixed is not None:
                 return await WorkflowExecutor().run(fixed, question, task_caller), caller
@@ -474,7 +475,13 @@ def evaluate(
 
     async def go() -> EvalReport:
         async with Pool(config) as members:
-            caller = Caller(members, store, run_id, budget=Budget(Limits(max_cost=max_cost)))
+            caller = Caller(
+                members,
+                store,
+                run_id,
+                budget=Budget(Limits(max_cost=max_cost)),
+                telemetry=Telemetry.from_env(),
+            )
             with task_progress(err_console) as progress:
                 bar = progress.add_task(
                     f"{len(coordinators)} policies", total=len(task_set.tasks) * len(coordinators)
@@ -688,6 +695,7 @@ def evolve(
                 tuning_pool=tuning_pool,
                 heldout_pool=heldout_pool,
                 final_pool=final_pool,
+                telemetry=Telemetry.from_env(),
                 grader=tuning_set.grader,
                 resolve=lambda spec: build_coordinator(spec, config, seed),
                 models=config.names,
@@ -771,7 +779,7 @@ def serve(
 
     server = EnsembleServer(
         coordinator,
-        Caller(members, store, run_id),
+        Caller(members, store, run_id, telemetry=Telemetry.from_env()),
         model_id=name,
         token=token,
         request_timeout=request_timeout,

@@ -37,6 +37,7 @@ from consortium.replay.behaviour import uniform
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
+from consortium.runtime.telemetry import Telemetry
 from consortium.tasks.base import Grader, Task
 from consortium.train.rollouts import minibatch
 
@@ -73,6 +74,7 @@ class EvolveInputs:
     store: TraceStore
     proposers: Sequence[Proposer]
     tasks_description: str = ""
+    telemetry: Telemetry | None = None
     final_pool: list[Task] | None = None
     """Tasks no decision saw, for the final comparison; None: the held-out pool (which holds
     the batches the guards decided on, so that comparison is not independent of them)."""
@@ -186,7 +188,7 @@ class EvolveLoop:
     def _evaluator(self, run_id: str) -> Evaluator:
         caps = self.config.guard.max_calls_per_task
         return Evaluator(
-            Caller(self.inputs.pool, self.inputs.store, run_id),
+            Caller(self.inputs.pool, self.inputs.store, run_id, telemetry=self.inputs.telemetry),
             self.inputs.grader,
             self.inputs.resolve,
             concurrency=self.config.concurrency,

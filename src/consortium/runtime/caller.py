@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +12,7 @@ from consortium.pool import Pool
 from consortium.runtime.budget import Budget, Limits
 from consortium.runtime.cache import ResponseCache, cache_key
 from consortium.runtime.store import CallRecord, TraceStore
+from consortium.runtime.telemetry import Telemetry
 from consortium.tokens import estimate_tokens
 from consortium.types import Completion, Message
 
@@ -29,12 +31,14 @@ class Caller:
         *,
         budget: Budget | None = None,
         cache: ResponseCache | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.pool = pool
         self.store = store
         self.run_id = run_id
         self.budget = budget or Budget(label="run")
         self.cache = cache
+        self.telemetry = telemetry
 
     def for_task(self, task_id: str, policy: str, limits: Limits | None = None) -> TaskCaller:
         return TaskCaller(self, task_id, policy, self.budget.child(limits, f"task {task_id}"))
@@ -92,22 +96,34 @@ class TaskCaller:
         # The endpoint is part of the key: two servers may serve different weights under one id.
         endpoint = f"{config.base_url}|{config.model}"
         key = cache_key(endpoint, messages, params) if self.run.cache else None
-        completion = self.run.cache.get(key) if self.run.cache and key else None
-        if completion is None:
-            try:
-                completion = await agent.chat(messages, **params)
-            except AgentError as error:
-                self.budget.settle(reservation, 0, 0.0, made=True)
-                record.error = str(error)
-                if self.run.store is not None:
-                    self.run.store.record_call(record)
-                raise
-            if self.run.cache and key:
-                self.run.cache.put(key, completion)
-        usage = completion.usage
-        cost = (
-            0.0 if completion.cached else config.cost(usage.prompt_tokens, usage.completion_tokens)
-        )
+        telemetry = self.run.telemetry
+        with (
+            telemetry.call(
+                config, messages, params, role=role, task_id=self.task_id, policy=self.policy
+            )
+            if telemetry is not None
+            else nullcontext()
+        ) as span:
+            completion = self.run.cache.get(key) if self.run.cache and key else None
+            if completion is None:
+                try:
+                    completion = await agent.chat(messages, **params)
+                except AgentError as error:
+                    self.budget.settle(reservation, 0, 0.0, made=True)
+                    record.error = str(error)
+                    if self.run.store is not None:
+                        self.run.store.record_call(record)
+                    raise
+                if self.run.cache and key:
+                    self.run.cache.put(key, completion)
+            usage = completion.usage
+            cost = (
+                0.0
+                if completion.cached
+                else config.cost(usage.prompt_tokens, usage.completion_tokens)
+            )
+            if span is not None:
+                span.finish(completion, cost)
         self.budget.settle(
             reservation,
             0 if completion.cached else usage.total_tokens,

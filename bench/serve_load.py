@@ -1,0 +1,114 @@
+"""Requests per second and p95 latency of `consortium serve` over the replay pool at 1, 16 and 128
+concurrent clients, beside the replay server called directly, as ratios.
+
+    python bench/serve_load.py --data ../shared/data/routerdc
+
+Pool: replay of recorded outcomes (split2_model7, GSM8K test questions), no declared latency.
+`serve` runs the policy single:MODEL, so each request is one model call plus the ensemble's work
+(parsing, budget, trace row in SQLite, accounting); the direct run asks the same model the same
+questions. Both are driven by the same httpx client code, the direct run first at each level.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+from consortium.config import dump_pool
+from consortium.replay.data import load_replay
+from consortium.replay.launch import ReplayServerProcess, free_port
+from consortium.replay.pool import replay_pool, short_name
+
+
+@contextmanager
+def ensemble_server(pool: Path, policy: str, traces: Path) -> Iterator[str]:
+    port = free_port()
+    command = [sys.executable, "-m", "consortium", "serve", "--pool", str(pool), "--policy"]
+    command += [policy, "--port", str(port), "--traces", f"sqlite:///{traces}"]
+    process = subprocess.Popen(command, env={**os.environ, "CONSORTIUM_SERVE_TOKEN": ""})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        yield f"{base}/v1"
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+async def load(
+    base_url: str, model: str, questions: list[str], clients: int
+) -> tuple[float, float]:
+    """(requests per second, p95 latency in ms) of `clients` concurrent clients asking all."""
+    latencies: list[float] = []
+    queue = list(questions)
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=base_url, timeout=120, limits=limits) as http:
+
+        async def client() -> None:
+            while queue:
+                question = queue.pop()
+                started = time.perf_counter()
+                response = await http.post(
+                    "/chat/completions",
+                    json={"model": model, "messages": [{"role": "user", "content": question}]},
+                )
+                response.raise_for_status()
+                latencies.append(time.perf_counter() - started)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(client() for _ in range(clients)))
+        wall = time.perf_counter() - started
+    return len(questions) / wall, float(np.percentile(latencies, 95)) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--requests", type=int, default=600, help="requests per level and side")
+    args = parser.parse_args()
+    data = load_replay(args.data, sources=["split2"])
+    model = data.models["split2"][0]
+    records = data.select(source="split2", datasets=["gsm8k"], split="test")
+    questions = [records[i % len(records)].question for i in range(args.requests)]
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        ReplayServerProcess(args.data, "--sources", "split2") as replay,
+    ):
+        pool = Path(folder) / "pool.toml"
+        pool.write_text(dump_pool(replay_pool(data, replay.base_url, [model])))
+        policy = f"single:{short_name(model)}"
+        with ensemble_server(pool, policy, Path(folder) / "traces.db") as serve_url:
+            print(f"pool: replay of recorded outcomes ({model}), {args.requests} requests a level")
+            print(f"{'clients':>7} | {'direct rps':>10} {'p95 ms':>7} | {'serve rps':>9} "
+                  f"{'p95 ms':>7} | {'rps ratio':>9} {'p95 ratio':>9}")  # fmt: skip
+            for clients in (1, 16, 128):
+                direct = asyncio.run(load(replay.base_url, model, questions, clients))
+                served = asyncio.run(load(serve_url, "consortium", questions, clients))
+                ratios = served[0] / direct[0], served[1] / direct[1]
+                print(
+                    f"{clients:>7} | {direct[0]:>10.1f} {direct[1]:>7.1f} | {served[0]:>9.1f} "
+                    f"{served[1]:>7.1f} | {ratios[0]:>9.2f} {ratios[1]:>9.2f}"
+                )
+
+
+if __name__ == "__main__":
+    main()
