@@ -65,9 +65,9 @@ class ScriptedServer:
 
 
 @contextmanager
-def scripted_server(scripts: dict[str, Script]) -> Iterator[ScriptedServer]:
-    server = ScriptedServer(scripts)
-    config = uvicorn.Config(server.app(), port=server.port, log_level="warning", access_log=False)
+def app_in_thread(app: Any, port: int) -> Iterator[None]:
+    """Serve an ASGI app with uvicorn in a thread on `port` for the duration of the block."""
+    config = uvicorn.Config(app, port=port, log_level="warning", access_log=False)
     running = uvicorn.Server(config)
     thread = threading.Thread(target=running.run, daemon=True)
     thread.start()
@@ -75,7 +75,14 @@ def scripted_server(scripts: dict[str, Script]) -> Iterator[ScriptedServer]:
     while not running.started and time.monotonic() < deadline:
         time.sleep(0.02)
     try:
-        yield server
+        yield
     finally:
         running.should_exit = True
         thread.join(timeout=5)
+
+
+@contextmanager
+def scripted_server(scripts: dict[str, Script]) -> Iterator[ScriptedServer]:
+    server = ScriptedServer(scripts)
+    with app_in_thread(server.app(), server.port):
+        yield server

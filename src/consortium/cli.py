@@ -1103,6 +1103,28 @@ def demo(
     )
 
 
+@traces_app.command("view")
+def traces_view(
+    traces: TracesOption = DEFAULT_TRACES,
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8300,
+) -> None:
+    """Browse the trace store: runs, their accuracy, cost and routing plots, and each task's calls
+    as a timeline (model, role, prompt, answer, verdict, tokens, cost, latency).
+
+    Example: consortium traces view --traces sqlite:///consortium-traces.db, then open
+    http://127.0.0.1:8300/
+    """
+    import uvicorn
+
+    from consortium.runtime.store import TraceStore
+    from consortium.viewer import TraceViewer
+
+    viewer = TraceViewer(TraceStore(traces))
+    err_console.print(f"trace viewer on http://{host}:{port}/ ({traces})")
+    uvicorn.run(viewer.app, host=host, port=port, log_level="warning", access_log=False)
+
+
 @traces_app.command("list")
 def traces_list(traces: TracesOption = DEFAULT_TRACES) -> None:
     """The runs in the trace store, newest first."""

@@ -224,6 +224,15 @@ class TraceStore:
             for row in db.execute(query):
                 yield dict(row._mapping)
 
+    def task_calls(self, run_id: str, task_id: str) -> list[dict[str, Any]]:
+        query = (
+            select(calls)
+            .where(calls.c.run_id == run_id, calls.c.task_id == task_id)
+            .order_by(calls.c.id)
+        )
+        with self.engine.connect() as db:
+            return [dict(row._mapping) for row in db.execute(query)]
+
     def iter_results(self, run_id: str) -> Iterator[dict[str, Any]]:
         query = select(results).where(results.c.run_id == run_id).order_by(results.c.id)
         with self.engine.connect() as db:
