@@ -67,6 +67,20 @@ TaskTokensOption = Annotated[
 PopsizeOption = Annotated[int, typer.Option(help="Candidates per generation (paper: 32).")]
 MinibatchOption = Annotated[int, typer.Option(help="Training tasks per candidate.")]
 SigmaOption = Annotated[float, typer.Option(help="Initial step size of sep-CMA-ES.")]
+ExecutorOption = Annotated[
+    str,
+    typer.Option(
+        help="Where independent jobs run: local (this process) or ray (a local Ray instance, or "
+        "the cluster at --ray-address)."
+    ),
+]
+RayAddressOption = Annotated[
+    str | None,
+    typer.Option(
+        envvar="RAY_ADDRESS",
+        help="Ray cluster to join (auto, or ray://HEAD:10001); default: start a local instance.",
+    ),
+]
 ComponentsOption = Annotated[
     int,
     typer.Option(help="Principal components of the feature the head reads (0: the full feature)."),
@@ -442,6 +456,8 @@ def evaluate(
     max_cost: MaxCostOption = None,
     task_max_calls: TaskCallsOption = None,
     task_max_tokens: TaskTokensOption = None,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
     traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
     """Score policies on a task set; print accuracy per dataset, calls, tokens and cost.
@@ -450,13 +466,21 @@ def evaluate(
     model and the per-question-best oracle, with in-distribution (ID) and out-of-distribution (OOD)
     means for the replay datasets.
     """
-    from consortium.coord.registry import build_coordinator
-    from consortium.evaluate import EvalReport, evaluate_policies
+    from consortium.coord.registry import SpecBuilder, build_coordinator
+    from consortium.evaluate import (
+        EvalReport,
+        PolicySummary,
+        RemoteEvaluation,
+        evaluate_policies,
+        evaluate_remote,
+        summaries_of,
+    )
     from consortium.pool import Pool
     from consortium.progress import task_progress
     from consortium.report import plot_report, to_json, to_markdown, to_rich
     from consortium.runtime.budget import Budget, Limits
     from consortium.runtime.caller import Caller
+    from consortium.runtime.dist import make_executor
     from consortium.runtime.store import TraceStore
     from consortium.tasks.registry import load_task_set
     from consortium.tasks.replay import ID_DATASETS, OOD_DATASETS
@@ -473,7 +497,23 @@ def evaluate(
     store = TraceStore(traces)
     run_id = store.start_run("eval", pool=str(pool), config={"tasks": tasks, "policies": chosen})
 
-    async def go() -> EvalReport:
+    task_limits = Limits(max_calls=task_max_calls, max_tokens=task_max_tokens)
+    runner = make_executor(executor, ray_address)
+    if runner is not None and max_cost is not None:
+        raise ConsortiumError("--max-cost caps one process's spending; it needs --executor local")
+
+    async def measure() -> list[PolicySummary]:
+        if runner is not None:
+            job = RemoteEvaluation(
+                config, task_set.grader, traces, run_id, concurrency, task_limits
+            )
+            builders = [SpecBuilder(spec, seed) for spec in chosen]
+            with task_progress(err_console) as progress:
+                progress.add_task(f"{len(chosen)} policies on {runner.name}", total=None)
+                per_policy = await asyncio.to_thread(
+                    evaluate_remote, builders, task_set.tasks, job, runner
+                )
+            return summaries_of({results[0].policy: results for results in per_policy})
         async with Pool(config) as members:
             caller = Caller(
                 members,
@@ -486,15 +526,18 @@ def evaluate(
                 bar = progress.add_task(
                     f"{len(coordinators)} policies", total=len(task_set.tasks) * len(coordinators)
                 )
-                summaries = await evaluate_policies(
+                return await evaluate_policies(
                     coordinators,
                     task_set.tasks,
                     task_set.grader,
                     caller,
                     concurrency=concurrency,
-                    task_limits=Limits(max_calls=task_max_calls, max_tokens=task_max_tokens),
+                    task_limits=task_limits,
                     on_done=lambda _result: progress.advance(bar),
                 )
+
+    async def go() -> EvalReport:
+        summaries = await measure()
         datasets = list(dict.fromkeys(t.dataset for t in task_set.tasks))
         groups = {
             name: [d for d in datasets if d in members_]
@@ -605,6 +648,8 @@ def evolve(
     seed: Annotated[int, typer.Option(help="Seed of the batches and the bootstrap.")] = 0,
     concurrency: Annotated[int, typer.Option(help="Tasks in flight at once.")] = 32,
     resume: Annotated[bool, typer.Option(help="Continue the loop in OUT.")] = False,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
     traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
     """Improve how the ensemble works, round after round, guarded by held-out evidence.
@@ -630,6 +675,7 @@ def evolve(
     from consortium.evolve.report import write_report
     from consortium.evolve.strategies import Plan, Strategy
     from consortium.pool import Pool
+    from consortium.runtime.dist import make_executor
     from consortium.runtime.store import TraceStore
     from consortium.tasks.registry import load_task_set
     from consortium.train.es import TrainConfig
@@ -696,6 +742,7 @@ def evolve(
                 heldout_pool=heldout_pool,
                 final_pool=final_pool,
                 telemetry=Telemetry.from_env(),
+                executor=make_executor(executor, ray_address),
                 grader=tuning_set.grader,
                 resolve=lambda spec: build_coordinator(spec, config, seed),
                 models=config.names,
@@ -838,6 +885,8 @@ def train_trinity(
         ),
     ] = "all-MiniLM-L6-v2",
     resume: Annotated[bool, typer.Option(help="Continue from OUT/checkpoint.pkl.")] = False,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
 ) -> None:
     """Train the TRINITY head on a pool: sep-CMA-ES on binary rewards, checkpoint per generation.
 
@@ -849,6 +898,7 @@ def train_trinity(
     """
     from consortium.coord.trinity.policy import default_encoder
     from consortium.progress import task_progress
+    from consortium.runtime.dist import make_executor
     from consortium.tasks.registry import load_task_set
     from consortium.train.es import TrainConfig, TrainState
     from consortium.train.session import OPTIMIZERS, fit_setup
@@ -907,6 +957,7 @@ def train_trinity(
                 optimizer=optimizer,
                 resume=resume,
                 on_generation=show,
+                executor=make_executor(executor, ray_address),
             )
         )
     console.print(
@@ -940,6 +991,8 @@ def train_conductor(
     save_steps: Annotated[int, typer.Option(help="Checkpoint every this many steps.")] = 50,
     seed: Annotated[int, typer.Option(help="Seed of subsets and sampling.")] = 0,
     resume: Annotated[bool, typer.Option(help="Continue from OUT/checkpoints.")] = False,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
 ) -> None:
     """Train a conductor with GRPO (TRL): reward 0 when its lists do not parse, 0.5 when the
     workflow runs but answers wrong, 1 when right; each prompt gets a random subset of the
@@ -954,6 +1007,7 @@ def train_conductor(
     Then add the conductor to a pool (backend = "local", model = "OUT/model") and run
     `consortium eval --policy conductor:NAME`.
     """
+    from consortium.runtime.dist import make_executor
     from consortium.tasks.registry import load_task_set
     from consortium.train.grpo import GRPOSettings
     from consortium.train.grpo import train_conductor as run_grpo
@@ -998,6 +1052,7 @@ def train_conductor(
             settings,
             resume=resume,
             on_log=show,
+            jobs=make_executor(executor, ray_address),
         )
     console.print(
         f"conductor written to {out / 'model'} after {summary['steps_logged']} logged steps "

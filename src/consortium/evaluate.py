@@ -10,14 +10,17 @@ import asyncio
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from consortium.config import PoolConfig
 from consortium.coord.base import Coordinator
 from consortium.coord.conductor.workflow import WorkflowError
 from consortium.errors import AgentError, BudgetExceeded
+from consortium.pool import Pool
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller
-from consortium.runtime.store import ResultRecord
+from consortium.runtime.dist import Executor, shards
+from consortium.runtime.store import ResultRecord, TraceStore
 from consortium.tasks.base import Grade, Grader, Task
 
 ORACLE = "oracle (per-question best)"
@@ -175,6 +178,62 @@ def recorded_expectation(tasks: Sequence[Task]) -> dict[str, dict[str, float]]:
     }
 
 
+class CoordinatorBuilder(Protocol):
+    """Builds a coordinator inside a worker, from the pool configuration (picklable)."""
+
+    def __call__(self, config: PoolConfig) -> Coordinator: ...
+
+
+@dataclass(frozen=True)
+class RemoteEvaluation:
+    """A job for an executor: one policy on some tasks, through a pool of its own, traced into
+    the same store and run as the driver's (the store must be reachable from the worker)."""
+
+    pool: PoolConfig
+    grader: Grader
+    store_url: str | None
+    run_id: str
+    concurrency: int = 32
+    task_limits: Limits | None = None
+
+    def __call__(self, job: tuple[CoordinatorBuilder, list[Task]]) -> list[TaskResult]:
+        return asyncio.run(self._run(*job))
+
+    async def _run(self, build: CoordinatorBuilder, tasks: list[Task]) -> list[TaskResult]:
+        store = TraceStore(self.store_url) if self.store_url else None
+        try:
+            async with Pool(self.pool) as pool:
+                return await run_policy(
+                    build(self.pool),
+                    tasks,
+                    self.grader,
+                    Caller(pool, store, self.run_id),
+                    concurrency=self.concurrency,
+                    task_limits=self.task_limits,
+                )
+        finally:
+            if store is not None:
+                store.close()
+
+
+def evaluate_remote(
+    builders: Sequence[CoordinatorBuilder],
+    tasks: Sequence[Task],
+    job: RemoteEvaluation,
+    executor: Executor,
+    *,
+    shards_per_policy: int = 4,
+) -> list[list[TaskResult]]:
+    """Each builder's policy on all tasks, split into shards run as separate jobs; results in
+    task order, one list per builder."""
+    parts = shards(tasks, shards_per_policy)
+    done = executor.map(job, [(build, part) for build in builders for part in parts])
+    return [
+        [result for chunk in done[i * len(parts) : (i + 1) * len(parts)] for result in chunk]
+        for i in range(len(builders))
+    ]
+
+
 @dataclass
 class EvalReport:
     pool: str
@@ -212,6 +271,13 @@ async def evaluate_policies(
             task_limits=task_limits,
             on_done=on_done,
         )
+    return summaries_of(per_policy, with_oracle=with_oracle)
+
+
+def summaries_of(
+    per_policy: Mapping[str, Sequence[TaskResult]], *, with_oracle: bool = True
+) -> list[PolicySummary]:
+    """A summary per policy, then the oracle over the single-model policies."""
     summaries = [summarise(name, results) for name, results in per_policy.items()]
     singles = {name: r for name, r in per_policy.items() if name.startswith("single:")}
     if with_oracle and len(singles) > 1:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from consortium.config import PoolConfig
@@ -36,3 +37,14 @@ def build_coordinator(spec: str | Path, config: PoolConfig, seed: int = 0) -> Co
             config.get(name)  # the policy's models must be in this pool
         return coordinator
     raise ConsortiumError(f"policy {text!r}: expected {POLICY_SPECS}")
+
+
+@dataclass(frozen=True)
+class SpecBuilder:
+    """`build_coordinator(spec, config, seed)` as a picklable job part (for remote executors)."""
+
+    spec: str
+    seed: int = 0
+
+    def __call__(self, config: PoolConfig) -> Coordinator:
+        return build_coordinator(self.spec, config, self.seed)

@@ -36,6 +36,7 @@ from consortium.pool import Pool
 from consortium.replay.behaviour import uniform
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller
+from consortium.runtime.dist import Executor
 from consortium.runtime.store import TraceStore
 from consortium.runtime.telemetry import Telemetry
 from consortium.tasks.base import Grader, Task
@@ -75,6 +76,8 @@ class EvolveInputs:
     proposers: Sequence[Proposer]
     tasks_description: str = ""
     telemetry: Telemetry | None = None
+    executor: Executor | None = None
+    """Where strategies run (None: in this process)."""
     final_pool: list[Task] | None = None
     """Tasks no decision saw, for the final comparison; None: the held-out pool (which holds
     the batches the guards decided on, so that comparison is not independent of them)."""
@@ -193,6 +196,8 @@ class EvolveLoop:
             self.inputs.resolve,
             concurrency=self.config.concurrency,
             task_limits=Limits(max_calls=int(caps)) if caps is not None else None,
+            executor=self.inputs.executor,
+            seed=self.config.seed,
         )
 
     async def run(self) -> dict[str, Any]:

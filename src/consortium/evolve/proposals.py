@@ -373,6 +373,7 @@ class RetrainTrinity:
                 Caller(evaluator.caller.pool, None, "retrain"),  # rollouts are not traced
                 config,
                 init=vector,
+                executor=evaluator.executor,
             )
             out = context.out_dir / f"round-{context.round}" / f"trinity-{Path(spec).name}"
             save_policy(

@@ -10,10 +10,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from consortium.config import PoolConfig
 from consortium.coord.agreement import agree
 from consortium.coord.base import Coordinator, Outcome
 from consortium.runtime.caller import TaskCaller
@@ -126,3 +128,22 @@ class StrategyCoordinator:
             meta.update(escalated=True, answered_by=plan.escalate)
             return Outcome(final.answer, meta)
         return Outcome(first.answer, meta)
+
+
+@dataclass(frozen=True)
+class StrategyBuilder:
+    """A strategy's coordinator, built inside a remote worker from the pool configuration."""
+
+    strategy: str
+    """The strategy as JSON."""
+    name: str
+    seed: int = 0
+
+    def __call__(self, config: PoolConfig) -> Coordinator:
+        from consortium.coord.registry import build_coordinator
+
+        return StrategyCoordinator(
+            Strategy.model_validate_json(self.strategy),
+            lambda spec: build_coordinator(spec, config, self.seed),
+            self.name,
+        )

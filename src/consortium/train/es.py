@@ -4,6 +4,7 @@ after every generation makes `--resume` continue exactly where a killed run stop
 
 from __future__ import annotations
 
+import asyncio
 import pickle
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -16,8 +17,10 @@ from cmaes import SepCMA
 from consortium.coord.trinity.policy import HeadSetup
 from consortium.errors import ConfigError
 from consortium.runtime.caller import Caller
+from consortium.runtime.dist import Executor
 from consortium.tasks.base import Grader, Task
 from consortium.train.rollouts import (
+    RemoteRollouts,
     generation_seed,
     mean_rewards,
     minibatch,
@@ -83,18 +86,21 @@ async def score_generation(
     grader: Grader,
     caller: Caller,
     state: TrainState,
+    executor: Executor | None = None,
 ) -> tuple[np.ndarray, list[Task]]:
-    """Each candidate's mean reward on this generation's minibatch, and the minibatch."""
+    """Each candidate's mean reward on this generation's minibatch, and the minibatch; with an
+    executor, each candidate's rollouts are one job (e.g. on a Ray worker)."""
     config = state.config
     batch = minibatch(tasks, config.minibatch, config.seed, state.generation)
+    seeds = state.candidate_seeds(config.sample)
+    if executor is not None:
+        job = RemoteRollouts.of(setup, batch, grader, caller, config.concurrency)
+        correct = await asyncio.to_thread(
+            executor.map, job, list(zip(candidates, seeds, strict=True))
+        )
+        return np.array([np.mean(row) for row in correct]), batch
     results = await score_vectors(
-        setup,
-        candidates,
-        batch,
-        grader,
-        caller,
-        sample_seeds=state.candidate_seeds(config.sample),
-        concurrency=config.concurrency,
+        setup, candidates, batch, grader, caller, sample_seeds=seeds, concurrency=config.concurrency
     )
     return mean_rewards(results), batch
 
@@ -130,6 +136,7 @@ async def train_es(
     resume: bool = False,
     on_generation: Progress | None = None,
     init: np.ndarray | None = None,
+    executor: Executor | None = None,
 ) -> TrainState:
     """`init`: the starting mean (a warm start from an earlier policy); default zeros."""
     if resume and checkpoint is not None and checkpoint.exists():
@@ -151,7 +158,9 @@ async def train_es(
         # cmaes does not pickle its RNG; reseeding per generation keeps resumed runs identical.
         optimizer.reseed_rng(generation_seed(config.seed, step))
         candidates = [optimizer.ask() for _ in range(config.popsize)]
-        rewards, batch = await score_generation(setup, candidates, tasks, grader, caller, state)
+        rewards, batch = await score_generation(
+            setup, candidates, tasks, grader, caller, state, executor
+        )
         optimizer.tell([(c, -float(r)) for c, r in zip(candidates, rewards, strict=True)])
         state.advance(np.array(optimizer.mean), rewards, len(batch))
         if checkpoint is not None:

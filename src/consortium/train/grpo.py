@@ -30,6 +30,7 @@ from consortium.pool import Pool
 from consortium.pool.local import prompt_text
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller
+from consortium.runtime.dist import Executor, shards
 from consortium.tasks.base import Grader, Task
 
 T = TypeVar("T")
@@ -81,6 +82,32 @@ def completion_text(completion: Any) -> str:
     return ""
 
 
+async def score_workflow(
+    text: str,
+    task: Task,
+    workers: list[str],
+    grader: Grader,
+    caller: Caller,
+    *,
+    max_steps: int,
+    task_limits: Limits,
+    executor: WorkflowExecutor,
+) -> float:
+    """One completion's reward: FORMAT_FAIL if it is no workflow, else RIGHT or WRONG as the
+    grader says of the workflow's answer."""
+    try:
+        workflow = parse_workflow(text, workers, max_steps=max_steps)
+    except WorkflowError:
+        return FORMAT_FAIL
+    task_caller = caller.for_task(task.id, "grpo", task_limits)
+    try:
+        run = await executor.run(workflow, task.question, task_caller)
+    except (AgentError, BudgetExceeded):
+        return WRONG  # it parsed and ran; a worker failure is not a format failure
+    grade = await asyncio.to_thread(grader.grade, task, run.answer)
+    return RIGHT if grade.correct else WRONG
+
+
 class WorkflowReward:
     """The reward function TRL calls: format gate x correctness, by running each workflow."""
 
@@ -95,7 +122,11 @@ class WorkflowReward:
         max_steps: int = 5,
         task_limits: Limits | None = None,
         executor: WorkflowExecutor | None = None,
+        jobs: Executor | None = None,
+        shards_per_call: int = 4,
     ) -> None:
+        self.jobs = jobs
+        self.shards_per_call = shards_per_call
         self.pool_config = pool
         self.tasks = {task.id: task for task in tasks}
         self.grader = grader
@@ -111,18 +142,16 @@ class WorkflowReward:
         return Pool(self.pool_config)
 
     async def score(self, text: str, task_id: str, workers: list[str]) -> float:
-        task = self.tasks[task_id]
-        try:
-            workflow = parse_workflow(text, workers, max_steps=self.max_steps)
-        except WorkflowError:
-            return FORMAT_FAIL
-        caller = self._caller.for_task(task.id, "grpo", self.task_limits)
-        try:
-            run = await self.executor.run(workflow, task.question, caller)
-        except (AgentError, BudgetExceeded):
-            return WRONG  # it parsed and ran; a worker failure is not a format failure
-        grade = await asyncio.to_thread(self.grader.grade, task, run.answer)
-        return RIGHT if grade.correct else WRONG
+        return await score_workflow(
+            text,
+            self.tasks[task_id],
+            workers,
+            self.grader,
+            self._caller,
+            max_steps=self.max_steps,
+            task_limits=self.task_limits,
+            executor=self.executor,
+        )
 
     async def _score_all(
         self, texts: list[str], task_ids: list[str], workers: list[list[str]]
@@ -143,7 +172,15 @@ class WorkflowReward:
     ) -> list[float]:
         texts = [completion_text(c) for c in completions]
         rosters = [json.loads(w) for w in workers]
-        rewards = self._loop.run(self._score_all(texts, task_id, rosters))
+        if self.jobs is not None:
+            items = list(zip(texts, task_id, rosters, strict=True))
+            scoring = RemoteScoring(
+                self.pool_config, self.tasks, self.grader, self.max_steps, self.task_limits
+            )
+            done = self.jobs.map(scoring, shards(items, self.shards_per_call))
+            rewards = [reward for part in done for reward in part]
+        else:
+            rewards = self._loop.run(self._score_all(texts, task_id, rosters))
         n = len(rewards)
         self.history.append(
             {
@@ -157,6 +194,42 @@ class WorkflowReward:
     def close(self) -> None:
         self._loop.run(self._pool.aclose())
         self._loop.close()
+
+
+@dataclass(frozen=True)
+class RemoteScoring:
+    """Rollout rewards as a job for a remote executor: a shard of (completion, task id, workers)
+    scored through a pool of its own, exactly as `WorkflowReward.score` does in process."""
+
+    pool: PoolConfig
+    tasks: dict[str, Task]
+    grader: Grader
+    max_steps: int
+    task_limits: Limits
+
+    def __call__(self, items: list[tuple[str, str, list[str]]]) -> list[float]:
+        return asyncio.run(self._run(items))
+
+    async def _run(self, items: list[tuple[str, str, list[str]]]) -> list[float]:
+        async with Pool(self.pool) as pool:
+            caller = Caller(pool, None, "grpo")
+            return list(
+                await asyncio.gather(
+                    *(
+                        score_workflow(
+                            text,
+                            self.tasks[task_id],
+                            workers,
+                            self.grader,
+                            caller,
+                            max_steps=self.max_steps,
+                            task_limits=self.task_limits,
+                            executor=WorkflowExecutor(),
+                        )
+                        for text, task_id, workers in items
+                    )
+                )
+            )
 
 
 def training_rows(
@@ -224,9 +297,11 @@ def train_conductor(
     *,
     resume: bool = False,
     on_log: Callable[[dict[str, float]], None] | None = None,
+    jobs: Executor | None = None,
 ) -> dict[str, Any]:
     """Train with GRPO; writes OUT/model (the conductor), OUT/rewards.jsonl (one line per logged
-    step) and OUT/conductor.json. Returns the summary written to conductor.json."""
+    step) and OUT/conductor.json. Returns the summary written to conductor.json. With `jobs`,
+    the rollouts' workflows run as remote jobs."""
     try:
         import torch
         from datasets import Dataset
@@ -256,7 +331,7 @@ def train_conductor(
         chat=chat,
         tokenizer=tokenizer,
     )
-    reward = WorkflowReward(pool, tasks, grader, max_steps=settings.max_steps)
+    reward = WorkflowReward(pool, tasks, grader, max_steps=settings.max_steps, jobs=jobs)
     log_path = out_dir / "rewards.jsonl"
     if not resume:
         log_path.write_text("")

@@ -7,12 +7,17 @@ import asyncio
 import csv
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
+from consortium.config import PoolConfig
+from consortium.coord.trinity.encoder import PrecomputedEncoder, StandardizedEncoder
 from consortium.coord.trinity.policy import HeadSetup
+from consortium.errors import ConfigError
 from consortium.evaluate import TaskResult, run_policy
+from consortium.pool import Pool
 from consortium.runtime.caller import Caller
 from consortium.tasks.base import Grader, Task
 
@@ -55,6 +60,50 @@ async def score_vectors(
             *(run_policy(c, tasks, grader, caller, concurrency=concurrency) for c in coordinators)
         )
     )
+
+
+@dataclass(frozen=True)
+class RemoteRollouts:
+    """One candidate's rollouts as a self-contained job for an executor: it opens its own pool
+    from the configuration and reads features precomputed for its tasks."""
+
+    pool: PoolConfig
+    setup: HeadSetup
+    tasks: list[Task]
+    grader: Grader
+    concurrency: int = 64
+
+    @classmethod
+    def of(
+        cls,
+        setup: HeadSetup,
+        tasks: Sequence[Task],
+        grader: Grader,
+        caller: Caller,
+        concurrency: int,
+    ) -> RemoteRollouts:
+        if setup.max_turns != 1:
+            raise ConfigError(
+                "remote rollouts route single-turn only (--max-turns 1); multi-turn transcripts "
+                "need the encoder in every worker"
+            )
+        features = PrecomputedEncoder.of(setup.encoder.encoder, [t.question for t in tasks])
+        shipped = replace(setup, encoder=StandardizedEncoder(features, setup.encoder.standardizer))
+        return cls(caller.pool.config, shipped, list(tasks), grader, concurrency)
+
+    def __call__(self, job: tuple[np.ndarray, int | None]) -> list[bool]:
+        return asyncio.run(self._run(*job))
+
+    async def _run(self, vector: np.ndarray, sample_seed: int | None) -> list[bool]:
+        async with Pool(self.pool) as pool:
+            results = await run_policy(
+                self.setup.coordinator(vector, sample_seed),
+                self.tasks,
+                self.grader,
+                Caller(pool, None, "rollouts"),
+                concurrency=self.concurrency,
+            )
+        return [r.grade.correct for r in results]
 
 
 def mean_rewards(results: list[list[TaskResult]]) -> np.ndarray:

@@ -11,9 +11,11 @@ import numpy as np
 from consortium.config import PoolConfig
 from consortium.coord.trinity.encoder import CachedEncoder, StandardizedEncoder, Standardizer
 from consortium.coord.trinity.policy import HeadSetup, save_policy
+from consortium.errors import ConfigError
 from consortium.pool import Pool
 from consortium.runtime.cache import ResponseCache
 from consortium.runtime.caller import Caller
+from consortium.runtime.dist import Executor
 from consortium.tasks.registry import TaskSet
 from consortium.train.es import TrainConfig, TrainState, train_es
 from consortium.train.reinforce import train_reinforce
@@ -57,9 +59,13 @@ async def train_trinity(
     resume: bool = False,
     on_generation: Callable[[TrainState], None] | None = None,
     cache_path: Path | None = None,
+    executor: Executor | None = None,
 ) -> TrainState:
     """Train into `out_dir`; rollouts' responses are cached in `cache_path` (default
-    OUT/responses.db), which runs over the same pool and tasks may share."""
+    OUT/responses.db), which runs over the same pool and tasks may share. With `executor`
+    (sep-CMA-ES only) each candidate's rollouts run as one remote job, without the cache."""
+    if executor is not None and optimizer != "es":
+        raise ConfigError("--executor ray distributes sep-CMA-ES only (--optimizer es)")
     out_dir.mkdir(parents=True, exist_ok=True)
     cache = ResponseCache(cache_path or out_dir / "responses.db")
 
@@ -92,6 +98,7 @@ async def train_trinity(
                 out_dir / "checkpoint.pkl",
                 resume=resume,
                 on_generation=after,
+                executor=executor,
             )
         elif optimizer == "reinforce":
             state = await train_reinforce(

@@ -271,3 +271,28 @@ class StandardizedEncoder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         return self.standardizer.apply(self.encoder.encode(texts))
+
+
+class PrecomputedEncoder:
+    """Features computed beforehand for a known set of texts: what is shipped to remote workers
+    (a model and its cache stay with the driver). Any other text is an error."""
+
+    def __init__(self, name: str, dim: int, table: dict[str, np.ndarray]) -> None:
+        self.name = name
+        self.dim = dim
+        self.table = table
+
+    @classmethod
+    def of(cls, encoder: Encoder, texts: Sequence[str]) -> PrecomputedEncoder:
+        unique = list(dict.fromkeys(texts))
+        vectors = encoder.encode(unique) if unique else np.zeros((0, encoder.dim))
+        return cls(encoder.name, encoder.dim, dict(zip(unique, vectors, strict=True)))
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        missing = [t for t in texts if t not in self.table]
+        if missing:
+            raise ConfigError(
+                f"no precomputed feature for {len(missing)} text(s), e.g. {missing[0][:60]!r}: "
+                "remote rollouts precompute the questions only (single-turn routing)"
+            )
+        return np.stack([self.table[t] for t in texts]) if texts else np.zeros((0, self.dim))
