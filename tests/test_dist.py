@@ -161,3 +161,26 @@ def test_grpo_rewards_on_ray_equal_local(
     finally:
         local.close()
         remote.close()
+
+
+def test_eval_command_with_ray(
+    replay_server: ReplayServerProcess, replay_data: ReplayData, replay_dir: Path, tmp_path: Path
+) -> None:
+    from consortium.config import dump_pool
+    from tests.test_cli import cli
+
+    pool = tmp_path / "pool.toml"
+    models = replay_data.models["split2"][:2]
+    pool.write_text(dump_pool(replay_pool(replay_data, replay_server.base_url, models)))
+    reports = {}
+    for executor in ("local", "ray"):
+        out = tmp_path / f"{executor}.json"
+        tasks = f"replay:data={replay_dir}:datasets=mmlu:limit=10"
+        result = cli(
+            "eval", "--pool", str(pool), "--tasks", tasks, "--executor", executor,
+            "--json", str(out), "--traces", f"sqlite:///{tmp_path / 't.db'}",
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        reports[executor] = json.loads(out.read_text())["policies"]
+    assert len(reports["local"]) == 4  # two models, random, the oracle
+    assert reports["ray"] == reports["local"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -180,3 +181,24 @@ def test_serving_beyond_loopback_needs_a_token(pool_path: Path) -> None:
     args = ["serve", "--pool", str(pool_path), "--policy", "single:Mistral-7B-v0.1"]
     result = cli(*args, "--host", "0.0.0.0", env={"CONSORTIUM_SERVE_TOKEN": ""})
     one_line_error(result, "without a token")
+
+
+def test_serving_an_evolve_folder_answers_with_its_final_strategy(
+    pool_path: Path, replay_data: ReplayData, tmp_path: Path
+) -> None:
+    from consortium.evolve.strategies import Plan, Strategy
+
+    folder = tmp_path / "evolve"
+    folder.mkdir()
+    final = Strategy(default=Plan(first="single:MetaMath-Mistral-7B"))
+    (folder / "state.json").write_text(json.dumps({"incumbent": final.model_dump(mode="json")}))
+    question = recorded_question(replay_data)
+    with serving(pool_path, tmp_path / "t.db", "--policy", str(folder)) as base_url:
+        client = openai.OpenAI(base_url=base_url, api_key="unused")
+        raw = client.chat.completions.with_raw_response.create(
+            model="consortium", messages=[{"role": "user", "content": question}]
+        )
+    assert raw.headers["x-consortium-models"] == "MetaMath-Mistral-7B"
+    assert (raw.parse().choices[0].message.content or "").startswith(
+        "(replay of meta-math/MetaMath-Mistral-7B)"
+    )
