@@ -113,10 +113,11 @@ def round_context(
     store: TraceStore,
     incumbent: Strategy,
     tasks: list[Task],
-    resolve: Callable[[str], Coordinator],
     out: Path,
+    resolve: Callable[[str], Coordinator] | None = None,
 ) -> RoundContext:
     """Round 1 of a loop over `tasks`, measured through `pool` and traced in `store`."""
+    resolve = resolve or (lambda spec: build_coordinator(spec, pool.config))
     evaluator = Evaluator(Caller(pool, store, store.start_run("test")), ReplayGrader(), resolve)
     return RoundContext(1, incumbent, tasks, pool.names, evaluator, out, tuning_pool=tasks)
 
@@ -320,7 +321,7 @@ async def test_escalation_learns_a_confidence_threshold(
     store = TraceStore(f"sqlite:///{tmp_path / 't.db'}")
     async with Pool(pool_config) as pool:
         incumbent = Strategy(default=Plan(first="confident:"))
-        context = round_context(pool, store, incumbent, tasks, resolve, tmp_path)
+        context = round_context(pool, store, incumbent, tasks, tmp_path, resolve)
         proposals = await Escalation(tolerance=0.0).propose(context)
     proposal = next(p for p in proposals if "most accurate" in p.rationale)
     plans = proposal.strategy.clusters
@@ -337,8 +338,7 @@ async def test_cluster_specialists_pick_per_dataset(
     store = TraceStore(f"sqlite:///{tmp_path / 't.db'}")
     async with Pool(pool_config) as pool:
         incumbent = Strategy(default=Plan(first="single:mistral-7b-chat"))
-        resolve = lambda spec: build_coordinator(spec, pool_config)  # noqa: E731
-        context = round_context(pool, store, incumbent, tasks, resolve, tmp_path)
+        context = round_context(pool, store, incumbent, tasks, tmp_path)
         accurate, cheap = await ClusterSpecialists(tolerance=0.05).propose(context)
         singles = await context.singles()
     for cluster, plan in accurate.strategy.clusters.items():
@@ -486,15 +486,14 @@ async def test_templates_per_cluster_and_their_pruning(
     store = TraceStore(f"sqlite:///{tmp_path / 't.db'}")
     async with Pool(pool_config) as pool:
         incumbent = Strategy(default=Plan(first="single:mistral-7b-chat"))
-        resolve = lambda spec: build_coordinator(spec, pool_config)  # noqa: E731
-        context = round_context(pool, store, incumbent, tasks, resolve, tmp_path)
+        context = round_context(pool, store, incumbent, tasks, tmp_path)
         (vote,) = await Templates(kinds=["vote"]).propose(context)
         singles = await context.singles()
         for cluster, plan in vote.strategy.clusters.items():
             scores = {m: accuracy(by_cluster(r)[cluster]) for m, r in singles.items()}
             lead = plan.first.removeprefix("workflow:vote:models=").split(",")[0]
             assert scores[lead] == max(scores.values()) and plan.first.count(",") == 2
-            resolve(plan.first)  # a spec the registry builds
+            build_coordinator(plan.first, pool_config)  # a spec the registry builds
         context.incumbent = vote.strategy
         pruned = await Prune().propose(context)
     assert len(pruned) == 3  # one per cluster: back to the lead alone

@@ -202,3 +202,16 @@ def test_serving_an_evolve_folder_answers_with_its_final_strategy(
     assert (raw.parse().choices[0].message.content or "").startswith(
         "(replay of meta-math/MetaMath-Mistral-7B)"
     )
+
+
+def test_a_request_past_its_deadline_is_answered_504(
+    pool_path: Path, replay_data: ReplayData, tmp_path: Path
+) -> None:
+    messages = [{"role": "user", "content": recorded_question(replay_data)}]
+    with serving(
+        pool_path, tmp_path / "t.db", "--policy", VOTE, "--request-timeout", "0.001"
+    ) as base_url:
+        client = openai.OpenAI(base_url=base_url, api_key="unused", max_retries=0)
+        with pytest.raises(openai.APIStatusError) as late:
+            client.chat.completions.create(model="consortium", messages=messages)
+    assert late.value.status_code == 504 and "in time" in late.value.message
