@@ -143,3 +143,97 @@ async def test_the_circuit_opens_after_failures_in_a_row(replay_data: ReplayData
     with pytest.raises(AgentError, match="cannot reach"):
         await agent.chat([user("hello")])  # after the cooldown it tries again
     await agent.aclose()
+
+
+async def test_a_failing_model_falls_back_and_the_trace_says_so(
+    replay_server: ReplayServerProcess, replay_data: ReplayData, tmp_path: Path
+) -> None:
+    from consortium.config import parse_pool
+    from consortium.coord.baselines import SingleModel
+    from consortium.evaluate import run_policy
+    from consortium.pool import Pool
+    from consortium.runtime.caller import Caller
+    from consortium.runtime.store import TraceStore
+    from consortium.tasks.replay import ReplayGrader, load_replay_tasks
+
+    down = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    working = replay_pool(replay_data, replay_server.base_url, [MODEL]).models[0]
+    config = parse_pool(
+        {
+            "models": [
+                {"name": "down", "base_url": down, "model": MODEL, "max_retries": 0,
+                 "fallback": working.name},
+                working.model_dump(exclude_none=True),
+            ]
+        }
+    )  # fmt: skip
+    tasks = load_replay_tasks(replay_data, datasets=["gsm8k"], limit=5).tasks
+    store = TraceStore(f"sqlite:///{tmp_path / 't.db'}")
+    run_id = store.start_run("test")
+    async with Pool(config) as pool:
+        results = await run_policy(
+            SingleModel("down"), tasks, ReplayGrader(), Caller(pool, store, run_id)
+        )
+    expected = {
+        r.id: replay_answer(r, MODEL).text
+        for r in replay_data.select(datasets=["gsm8k"], split="test")
+        if r.id in {t.id for t in tasks}
+    }
+    assert all(r.error is None and r.answer == expected[r.task.id] for r in results)
+    rows = list(store.iter_calls(run_id))
+    failed = [r for r in rows if r["model"] == "down"]
+    stood_in = [r for r in rows if r["model"] == working.name]
+    assert len(failed) == len(stood_in) == 5
+    assert all("cannot reach" in (r["error"] or "") for r in failed)
+    assert all(r["fallback_from"] == "down" and r["error"] is None for r in stood_in)
+
+
+async def test_fallbacks_never_loop(replay_data: ReplayData) -> None:
+    from consortium.config import parse_pool
+    from consortium.pool import Pool
+    from consortium.runtime.caller import Caller
+
+    entries = [
+        {"name": name, "base_url": f"http://127.0.0.1:{free_port()}/v1", "model": MODEL,
+         "max_retries": 0, "fallback": other}
+        for name, other in (("a", "b"), ("b", "a"))
+    ]  # fmt: skip
+    async with Pool(parse_pool({"models": entries})) as pool:
+        caller = Caller(pool, None, "test").for_task("t", "test")
+        with pytest.raises(AgentError, match="cannot reach"):
+            await caller.call("a", [user("hello")])
+    assert [c.model for c in caller.made] == []  # two failed attempts, no answer
+
+
+def test_a_fallback_must_be_in_the_pool() -> None:
+    from consortium.config import parse_pool
+    from consortium.errors import ConfigError
+
+    entry = {"name": "a", "base_url": "http://127.0.0.1:1/v1", "model": MODEL, "fallback": "z"}
+    with pytest.raises(ConfigError, match="fallback 'z' is not a model of this pool"):
+        parse_pool({"models": [entry]})
+
+
+async def test_a_task_never_outlives_its_deadline(
+    hanging_server: ReplayServerProcess, replay_data: ReplayData
+) -> None:
+    from consortium.coord.baselines import SingleModel
+    from consortium.evaluate import run_policy
+    from consortium.pool import Pool
+    from consortium.runtime.caller import Caller
+    from consortium.tasks.replay import ReplayGrader, load_replay_tasks
+
+    # The endpoint hangs for 20 s and the model's own timeout is 60 s: only the deadline acts.
+    config = replay_pool(replay_data, hanging_server.base_url, [MODEL], timeout=60, max_retries=0)
+    tasks = load_replay_tasks(replay_data, datasets=["gsm8k"], limit=4).tasks
+    started = time.monotonic()
+    async with Pool(config) as pool:
+        results = await run_policy(
+            SingleModel(config.names[0]),
+            tasks,
+            ReplayGrader(),
+            Caller(pool, None, "test"),
+            deadline=0.5,
+        )
+    assert time.monotonic() - started < 3.0
+    assert all(r.error == "task deadline of 0.5s passed" and not r.grade.correct for r in results)

@@ -111,3 +111,19 @@ def test_a_killed_run_keeps_every_finished_call(
     assert all(r[0] and r[1] > 0 and r[2] > 0 and r[3] > 0 and r[4] for r in rows)
     status = connection.execute("SELECT status FROM runs").fetchone()
     assert status == ("running",)  # never marked finished
+
+
+def test_a_store_from_an_earlier_version_gains_the_new_columns(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as db:  # the calls table as it was before fallback_from
+        db.execute(
+            "CREATE TABLE calls (id INTEGER PRIMARY KEY, run_id VARCHAR(40) NOT NULL, "
+            "policy VARCHAR(200), task_id VARCHAR(200), turn INTEGER, model VARCHAR(200) NOT NULL,"
+            " role VARCHAR(40), messages_hash VARCHAR(64), messages TEXT, response TEXT, "
+            "prompt_tokens INTEGER, completion_tokens INTEGER, cost FLOAT, latency FLOAT, "
+            "verdict VARCHAR(40), error TEXT, cached BOOLEAN, created_at FLOAT NOT NULL)"
+        )
+    store = TraceStore(f"sqlite:///{path}")
+    store.record_call(CallRecord("r", "m", [], "answer", fallback_from="other"))
+    (row,) = store.iter_calls("r")
+    assert row["fallback_from"] == "other" and row["response"] == "answer"

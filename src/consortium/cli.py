@@ -456,6 +456,12 @@ def evaluate(
     max_cost: MaxCostOption = None,
     task_max_calls: TaskCallsOption = None,
     task_max_tokens: TaskTokensOption = None,
+    task_deadline: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds a task may take; past it, its calls are cancelled, graded wrong."
+        ),
+    ] = None,
     executor: ExecutorOption = "local",
     ray_address: RayAddressOption = None,
     traces: TracesOption = DEFAULT_TRACES,
@@ -534,6 +540,7 @@ def evaluate(
                     concurrency=concurrency,
                     task_limits=task_limits,
                     on_done=lambda _result: progress.advance(bar),
+                    deadline=task_deadline,
                 )
 
     async def go() -> EvalReport:

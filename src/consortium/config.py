@@ -50,6 +50,9 @@ class ModelConfig(BaseModel):
     circuit_failures: int = Field(default=5, ge=1)
     """Failed calls in a row after which the model is skipped for `circuit_cooldown` seconds."""
     circuit_cooldown: float = Field(default=30.0, ge=0)
+    fallback: str | None = None
+    """Another model of the pool that answers when this one fails (after its retries, or while
+    its circuit is open); the trace records the substitution."""
     strengths: str | None = None
 
     @model_validator(mode="after")
@@ -86,6 +89,13 @@ class PoolConfig(BaseModel):
             if entry.name in seen:
                 raise ValueError(f"model name {entry.name!r} appears twice")
             seen.add(entry.name)
+        for entry in self.models:
+            if entry.fallback is not None and entry.fallback not in seen:
+                raise ValueError(
+                    f"model {entry.name!r}: fallback {entry.fallback!r} is not a model of this pool"
+                )
+            if entry.fallback == entry.name:
+                raise ValueError(f"model {entry.name!r}: a model cannot be its own fallback")
         return self
 
     @property

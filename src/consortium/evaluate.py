@@ -66,7 +66,10 @@ async def run_policy(
     concurrency: int = 32,
     task_limits: Limits | None = None,
     on_done: Callable[[TaskResult], None] | None = None,
+    deadline: float | None = None,
 ) -> list[TaskResult]:
+    """Every task through `coordinator`, graded; `deadline` (seconds) bounds each task's whole
+    run: past it the task's calls are cancelled and it is graded wrong with the reason."""
     gate = asyncio.Semaphore(concurrency)
 
     async def one(task: Task) -> TaskResult:
@@ -76,12 +79,15 @@ async def run_policy(
             error: str | None = None
             meta: dict[str, Any] = {}
             try:
-                outcome = await coordinator.run(task, task_caller)
+                outcome = await asyncio.wait_for(coordinator.run(task, task_caller), deadline)
                 answer, meta = outcome.answer, outcome.meta
                 # Graders may run code or sympy; a thread keeps the event loop answering.
                 grade = await asyncio.to_thread(grader.grade, task, answer)
             except (AgentError, BudgetExceeded, WorkflowError) as failure:
                 error = str(failure)
+                grade = Grade(False, 0.0, f"no answer: {error}")
+            except TimeoutError:
+                error = f"task deadline of {deadline:g}s passed"
                 grade = Grade(False, 0.0, f"no answer: {error}")
             budget = task_caller.budget
             result = TaskResult(
@@ -195,6 +201,7 @@ class RemoteEvaluation:
     run_id: str
     concurrency: int = 32
     task_limits: Limits | None = None
+    deadline: float | None = None
 
     def __call__(self, job: tuple[CoordinatorBuilder, list[Task]]) -> list[TaskResult]:
         return asyncio.run(self._run(*job))
@@ -210,6 +217,7 @@ class RemoteEvaluation:
                     Caller(pool, store, self.run_id),
                     concurrency=self.concurrency,
                     task_limits=self.task_limits,
+                    deadline=self.deadline,
                 )
         finally:
             if store is not None:
@@ -258,6 +266,7 @@ async def evaluate_policies(
     task_limits: Limits | None = None,
     with_oracle: bool = True,
     on_done: Callable[[TaskResult], None] | None = None,
+    deadline: float | None = None,
 ) -> list[PolicySummary]:
     """Each policy over all tasks, in turn; then the oracle over the single-model policies."""
     per_policy: dict[str, list[TaskResult]] = {}
@@ -270,6 +279,7 @@ async def evaluate_policies(
             concurrency=concurrency,
             task_limits=task_limits,
             on_done=on_done,
+            deadline=deadline,
         )
     return summaries_of(per_policy, with_oracle=with_oracle)
 

@@ -73,7 +73,35 @@ class TaskCaller:
         verdict_of: Callable[[str], str | None] | None = None,
         **params: Any,
     ) -> Completion:
-        """Call `model`; raises BudgetExceeded before the call, AgentError after a failed one."""
+        """Call `model`; raises BudgetExceeded before the call, AgentError after a failed one.
+
+        A model with a `fallback` in the pool file that fails (after its own retries, or with
+        its circuit open) is replaced by the fallback for this call, traced as standing in for
+        it (`fallback_from`); a chain of fallbacks never revisits a model."""
+        tried: list[str] = []
+        current, stands_in_for = model, None
+        while True:
+            try:
+                return await self._call_once(
+                    current, messages, role, turn, verdict_of, stands_in_for, dict(params)
+                )
+            except AgentError:
+                tried.append(current)
+                substitute = self.run.pool.model(current).fallback
+                if substitute is None or substitute in tried:
+                    raise
+                current, stands_in_for = substitute, current
+
+    async def _call_once(
+        self,
+        model: str,
+        messages: Sequence[Message],
+        role: str,
+        turn: int,
+        verdict_of: Callable[[str], str | None] | None,
+        fallback_from: str | None,
+        params: dict[str, Any],
+    ) -> Completion:
         pool = self.run.pool
         agent = pool.agent(model)
         config = pool.model(model)
@@ -92,6 +120,7 @@ class TaskCaller:
             task_id=self.task_id,
             turn=turn,
             role=role,
+            fallback_from=fallback_from,
         )
         # The endpoint is part of the key: two servers may serve different weights under one id.
         endpoint = f"{config.base_url}|{config.model}"

@@ -28,7 +28,9 @@ from sqlalchemy import (
     event,
     func,
     insert,
+    inspect,
     select,
+    text,
     update,
 )
 from sqlalchemy.engine import Engine
@@ -71,6 +73,7 @@ calls = Table(
     Column("verdict", String(40)),
     Column("error", Text),
     Column("cached", Boolean),
+    Column("fallback_from", String(200)),
     Column("created_at", Float, nullable=False),
 )
 
@@ -111,6 +114,8 @@ class CallRecord:
     verdict: str | None = None
     error: str | None = None
     cached: bool = False
+    fallback_from: str | None = None
+    """The model that failed and that this call stands in for."""
 
 
 @dataclass
@@ -147,6 +152,16 @@ class TraceStore:
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         metadata.create_all(self.engine)
+        self._add_missing_columns()
+
+    def _add_missing_columns(self) -> None:
+        """Stores written by an earlier version lack newer nullable columns; add them."""
+        existing = {c["name"] for c in inspect(self.engine).get_columns("calls")}
+        with self.engine.begin() as db:
+            for column in calls.columns:
+                if column.name not in existing and column.nullable:
+                    kind = column.type.compile(self.engine.dialect)
+                    db.execute(text(f"ALTER TABLE calls ADD COLUMN {column.name} {kind}"))
 
     def start_run(self, kind: str, *, pool: str = "", config: dict[str, Any] | None = None) -> str:
         run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
@@ -178,9 +193,9 @@ class TraceStore:
     def record_call(self, record: CallRecord) -> int:
         values = asdict(record)
         messages = list(record.messages)
-        text = json.dumps(messages, ensure_ascii=False)
-        values["messages"] = text
-        values["messages_hash"] = hashlib.sha256(text.encode()).hexdigest()
+        serialized = json.dumps(messages, ensure_ascii=False)
+        values["messages"] = serialized
+        values["messages_hash"] = hashlib.sha256(serialized.encode()).hexdigest()
         values["created_at"] = time.time()
         with self.engine.begin() as db:
             result = db.execute(insert(calls).values(**values))
