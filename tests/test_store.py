@@ -66,7 +66,7 @@ def slow_server(replay_dir: Path) -> Iterator[ReplayServerProcess]:
         yield server
 
 
-def test_a_killed_run_keeps_every_finished_call(
+def test_a_killed_run_keeps_every_finished_call_and_resumes_to_the_same_result(
     slow_server: ReplayServerProcess, replay_data: ReplayData, replay_dir: Path, tmp_path: Path
 ) -> None:
     pool_file = tmp_path / "pool.toml"
@@ -82,7 +82,7 @@ def test_a_killed_run_keeps_every_finished_call(
         "--pool",
         str(pool_file),
         "--tasks",
-        f"replay:data={replay_dir}:datasets=gsm8k:limit=400",
+        f"replay:data={replay_dir}:datasets=gsm8k:limit=150",
         "--concurrency",
         "8",
         "--traces",
@@ -107,10 +107,35 @@ def test_a_killed_run_keeps_every_finished_call(
         "SELECT response, prompt_tokens, completion_tokens, latency, task_id FROM calls"
     ).fetchall()
     assert len(rows) >= finished  # nothing finished was lost
-    assert len(rows) < 800  # and it was really interrupted
+    assert len(rows) < 450  # and it was really interrupted
     assert all(r[0] and r[1] > 0 and r[2] > 0 and r[3] > 0 and r[4] for r in rows)
-    status = connection.execute("SELECT status FROM runs").fetchone()
-    assert status == ("running",)  # never marked finished
+    run_id, status = connection.execute("SELECT run_id, status FROM runs").fetchone()
+    assert status == "running"  # never marked finished
+    kept = connection.execute("SELECT count(*) FROM results").fetchone()[0]
+
+    resumed = subprocess.run(
+        [*command, "--resume", run_id, "--json", str(tmp_path / "resumed.json")],
+        capture_output=True,
+        text=True,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    straight_db = f"sqlite:///{tmp_path / 'straight.db'}"
+    straight = [*command[:-1], straight_db, "--json", str(tmp_path / "straight.json")]
+    assert subprocess.run(straight, capture_output=True).returncode == 0
+
+    def policies(name: str) -> dict[str, object]:
+        report = json.loads((tmp_path / name).read_text())
+        return {
+            p: {k: v for k, v in entry.items() if k != "cost"}
+            for p, entry in report["policies"].items()
+        }
+
+    assert policies("resumed.json") == policies("straight.json")
+    pairs = connection.execute("SELECT policy, task_id FROM results").fetchall()
+    assert len(pairs) == len(set(pairs)) == 150 * 3  # two models and random; none run twice
+    calls = connection.execute("SELECT count(*) FROM calls").fetchone()[0]
+    assert calls - len(rows) == 450 - kept  # the resume ran only what had no result
+    assert connection.execute("SELECT status FROM runs").fetchone() == ("finished",)
 
 
 def test_a_store_from_an_earlier_version_gains_the_new_columns(tmp_path: Path) -> None:

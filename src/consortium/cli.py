@@ -462,6 +462,13 @@ def evaluate(
             help="Seconds a task may take; past it, its calls are cancelled, graded wrong."
         ),
     ] = None,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            help="Continue an interrupted eval run (its id, from `traces list`): the tasks it "
+            "finished are not run again."
+        ),
+    ] = None,
     executor: ExecutorOption = "local",
     ray_address: RayAddressOption = None,
     traces: TracesOption = DEFAULT_TRACES,
@@ -477,8 +484,10 @@ def evaluate(
         EvalReport,
         PolicySummary,
         RemoteEvaluation,
+        TaskResult,
         evaluate_policies,
         evaluate_remote,
+        stored_results,
         summaries_of,
     )
     from consortium.pool import Pool
@@ -501,12 +510,28 @@ def evaluate(
         chosen += ["random"] if "random" not in chosen else []
     coordinators = [build_coordinator(spec, config, seed) for spec in chosen]
     store = TraceStore(traces)
-    run_id = store.start_run("eval", pool=str(pool), config={"tasks": tasks, "policies": chosen})
+    settings = {"tasks": tasks, "policies": chosen}
+    finished: dict[str, list[TaskResult]] = {}
+    if resume is not None:
+        earlier = store.run(resume)
+        if earlier is None or earlier["kind"] != "eval":
+            raise ConsortiumError(f"--resume {resume}: no eval run with that id in {traces}")
+        if json.loads(earlier["config"] or "{}") != settings:
+            raise ConsortiumError(
+                f"--resume {resume}: that run evaluated other tasks or policies "
+                f"({earlier['config']})"
+            )
+        run_id = resume
+        finished = stored_results(store, run_id, task_set.tasks)
+    else:
+        run_id = store.start_run("eval", pool=str(pool), config=settings)
 
     task_limits = Limits(max_calls=task_max_calls, max_tokens=task_max_tokens)
     runner = make_executor(executor, ray_address)
     if runner is not None and max_cost is not None:
         raise ConsortiumError("--max-cost caps one process's spending; it needs --executor local")
+    if runner is not None and resume is not None:
+        raise ConsortiumError("--resume runs with --executor local")
 
     async def measure() -> list[PolicySummary]:
         if runner is not None:
@@ -529,9 +554,9 @@ def evaluate(
                 telemetry=Telemetry.from_env(),
             )
             with task_progress(err_console) as progress:
-                bar = progress.add_task(
-                    f"{len(coordinators)} policies", total=len(task_set.tasks) * len(coordinators)
-                )
+                remaining = len(task_set.tasks) * len(coordinators)
+                remaining -= sum(len(done) for done in finished.values())
+                bar = progress.add_task(f"{len(coordinators)} policies", total=remaining)
                 return await evaluate_policies(
                     coordinators,
                     task_set.tasks,
@@ -541,6 +566,7 @@ def evaluate(
                     task_limits=task_limits,
                     on_done=lambda _result: progress.advance(bar),
                     deadline=task_deadline,
+                    finished=finished,
                 )
 
     async def go() -> EvalReport:

@@ -267,13 +267,17 @@ async def evaluate_policies(
     with_oracle: bool = True,
     on_done: Callable[[TaskResult], None] | None = None,
     deadline: float | None = None,
+    finished: Mapping[str, Sequence[TaskResult]] | None = None,
 ) -> list[PolicySummary]:
-    """Each policy over all tasks, in turn; then the oracle over the single-model policies."""
+    """Each policy over all tasks, in turn; then the oracle over the single-model policies.
+    `finished` holds results of an interrupted run of the same evaluation: those tasks are not
+    run again."""
     per_policy: dict[str, list[TaskResult]] = {}
     for coordinator in coordinators:
-        per_policy[coordinator.name] = await run_policy(
+        previous = {r.task.id: r for r in (finished or {}).get(coordinator.name, [])}
+        fresh = await run_policy(
             coordinator,
-            tasks,
+            [t for t in tasks if t.id not in previous],
             grader,
             caller,
             concurrency=concurrency,
@@ -281,7 +285,35 @@ async def evaluate_policies(
             on_done=on_done,
             deadline=deadline,
         )
+        by_id = previous | {r.task.id: r for r in fresh}
+        per_policy[coordinator.name] = [by_id[t.id] for t in tasks]
     return summaries_of(per_policy, with_oracle=with_oracle)
+
+
+def stored_results(
+    store: TraceStore, run_id: str, tasks: Sequence[Task]
+) -> dict[str, list[TaskResult]]:
+    """The results a run already wrote, per policy, for the tasks of `tasks` (a resumed run)."""
+    by_id = {task.id: task for task in tasks}
+    found: dict[str, list[TaskResult]] = defaultdict(list)
+    for row in store.iter_results(run_id):
+        task = by_id.get(row["task_id"])
+        if task is None:
+            continue
+        grade = Grade(bool(row["correct"]), float(row["score"] or 0.0), row["detail"] or "")
+        found[row["policy"]].append(
+            TaskResult(
+                row["policy"],
+                task,
+                row["answer"],
+                grade,
+                row["calls"] or 0,
+                row["tokens"] or 0,
+                row["cost"] or 0.0,
+                row["error"],
+            )
+        )
+    return dict(found)
 
 
 def summaries_of(
