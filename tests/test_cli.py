@@ -194,3 +194,16 @@ def test_eval_caps_are_enforced(pool_file: Path, tmp_path: Path, replay_dir: Pat
     )
     report = none["policies"]["random"]
     assert report["calls"] == 0 and report["errors"] == 20
+
+
+def test_bad_task_files_are_one_clear_line(pool_file: Path, tmp_path: Path) -> None:
+    undecodable = tmp_path / "bytes.jsonl"
+    undecodable.write_bytes(b'{"question": "What is 1+1?", "answer": "#### 2"}\n\xff\xfe bad\n')
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text('{"question": "  ", "answer": "#### 2"}\n')
+    traces = f"sqlite:///{tmp_path / 't.db'}"
+    for path, expected in ((undecodable, "not UTF-8 text"), (empty, "question is empty")):
+        result = cli(
+            "eval", "--pool", str(pool_file), "--tasks", f"gsm8k:path={path}", "--traces", traces
+        )
+        one_line_error(result, expected)

@@ -215,3 +215,21 @@ def test_a_request_past_its_deadline_is_answered_504(
         with pytest.raises(openai.APIStatusError) as late:
             client.chat.completions.create(model="consortium", messages=messages)
     assert late.value.status_code == 504 and "in time" in late.value.message
+
+
+def test_huge_and_undecodable_requests_get_clear_errors(
+    pool_path: Path, replay_data: ReplayData, tmp_path: Path
+) -> None:
+    with serving(pool_path, tmp_path / "t.db", "--policy", "single:Mistral-7B-v0.1") as base_url:
+        url = f"{base_url}/chat/completions"
+        huge = {"model": "consortium", "messages": [{"role": "user", "content": "x" * 1_000_000}]}
+        answer = httpx.post(url, json=huge, timeout=60)
+        assert answer.status_code == 502  # the replay endpoint has no such question: said so
+        assert "no recorded outcome" in answer.json()["error"]["message"]
+        garbled = httpx.post(url, content=b"\xff\xfe{not json", timeout=10)
+        assert garbled.status_code == 400 and "not valid JSON" in garbled.json()["error"]["message"]
+        empty = {"model": "consortium", "messages": [{"role": "user", "content": "   "}]}
+        assert httpx.post(url, json=empty, timeout=10).status_code == 400
+        question = recorded_question(replay_data)
+        ok = {"model": "consortium", "messages": [{"role": "user", "content": question}]}
+        assert httpx.post(url, json=ok, timeout=30).status_code == 200  # still serving

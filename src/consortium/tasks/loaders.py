@@ -84,8 +84,12 @@ def read_hf(name: str, split: str, config: str | None = None) -> list[Row]:
 
 def _field(row: Row, *names: str) -> Any:
     for name in names:
-        if name in row and row[name] not in (None, ""):
-            return row[name]
+        value = row.get(name)
+        if value is not None and str(value).strip():
+            return value
+    present = [name for name in names if name in row]
+    if present:
+        raise TaskSpecError(f"a row's {present[0]} is empty (a task needs text to answer)")
     raise TaskSpecError(f"a row has none of the fields {', '.join(names)}: {sorted(row)[:8]}")
 
 
