@@ -237,3 +237,17 @@ async def test_a_task_never_outlives_its_deadline(
         )
     assert time.monotonic() - started < 3.0
     assert all(r.error == "task deadline of 0.5s passed" and not r.grade.correct for r in results)
+
+
+async def test_dropped_connections_are_retried_and_change_no_answer(
+    replay_dir: Path, replay_data: ReplayData
+) -> None:
+    for server in serve(replay_dir, "--drop-rate", "0.3"):
+        records, completions = await ask_all(
+            server, replay_data, max_retries=6, split="test", count=60
+        )
+        assert [c.text for c in completions if isinstance(c, Completion)] == [
+            replay_answer(r, MODEL).text for r in records
+        ]
+        faults = server.stats()["faults"]
+        assert isinstance(faults, dict) and faults.get("dropped", 0) > 5

@@ -125,6 +125,10 @@ def replay_serve(
         float,
         typer.Option(help="Fraction of requests answered 200 with a malformed body or no choices."),
     ] = 0.0,
+    drop_rate: Annotated[
+        float,
+        typer.Option(help="Fraction of requests whose connection drops halfway through the body."),
+    ] = 0.0,
     write_pool: Annotated[
         Path | None, typer.Option(help="Write a pool file for this server's models, then serve.")
     ] = None,
@@ -172,7 +176,9 @@ def replay_serve(
         seed=seed,
         coupling=coupling,  # type: ignore[arg-type]
         latency=LatencyModel(latency_base, latency_per_token),
-        faults=FaultConfig(error_rate, codes, timeout_rate, hang_seconds, garbage_rate, fault_seed),
+        faults=FaultConfig(
+            error_rate, codes, timeout_rate, hang_seconds, garbage_rate, fault_seed, drop_rate
+        ),
     )
     err_console.print(
         f"replay server: {len(recorded.all_models)} models, {len(recorded.records)} recorded "

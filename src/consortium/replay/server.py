@@ -17,6 +17,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,10 +57,13 @@ class FaultConfig:
     garbage_rate: float = 0.0
     """Fraction of requests answered 200 with a malformed JSON body or with no choices."""
     seed: int = 0
+    drop_rate: float = 0.0
+    """Fraction of requests whose connection is dropped halfway through the response body."""
 
     @property
     def active(self) -> bool:
-        return self.error_rate > 0 or self.timeout_rate > 0 or self.garbage_rate > 0
+        rates = (self.error_rate, self.timeout_rate, self.garbage_rate, self.drop_rate)
+        return any(rate > 0 for rate in rates)
 
 
 @dataclass
@@ -153,10 +157,13 @@ class ReplayApp:
             return codes[int(uniform("code", self.faults.seed, *key, attempt) * len(codes))]
         if draw < self.faults.error_rate + self.faults.timeout_rate:
             return "hang"
-        if draw < self.faults.error_rate + self.faults.timeout_rate + self.faults.garbage_rate:
+        garbage = self.faults.error_rate + self.faults.timeout_rate + self.faults.garbage_rate
+        if draw < garbage:
             return (
                 "malformed" if uniform("kind", self.faults.seed, *key, attempt) < 0.5 else "empty"
             )
+        if draw < garbage + self.faults.drop_rate:
+            return "drop"
         return None
 
     async def chat(self, request: Request) -> Response:
@@ -199,6 +206,9 @@ class ReplayApp:
             return Response(
                 b'{"id": "chatcmpl-broken", "choices": [', media_type="application/json"
             )
+        if fault == "drop":
+            self.stats.faults["dropped"] += 1
+            return StreamingResponse(_dropped_halfway(), media_type="application/json")
         if fault == "empty":
             self.stats.faults["empty"] += 1
             return JSONResponse(
@@ -235,6 +245,12 @@ class ReplayApp:
                 media_type="text/event-stream",
             )
         return JSONResponse(completion_body(completion_id, model, text, finish, usage))
+
+
+async def _dropped_halfway() -> AsyncIterator[bytes]:
+    """The start of a body, then the connection goes: the server aborts the response."""
+    yield b'{"id": "chatcmpl-dropped", "choices": [{"index": 0, "mess'
+    raise ConnectionResetError("injected fault: connection dropped")
 
 
 def exit_with_parent() -> None:
