@@ -4,6 +4,11 @@ learned escalation, resume."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -404,33 +409,55 @@ async def test_resume_does_not_redo_finished_rounds(
     )
 
 
-def test_evolve_command(pool_config: PoolConfig, replay_dir: Path, tmp_path: Path) -> None:
+def test_evolve_command_killed_and_resumed(
+    pool_config: PoolConfig, replay_dir: Path, tmp_path: Path
+) -> None:
+    """SIGKILL once a round is finished; --resume ends where an uninterrupted run ends."""
     pool = tmp_path / "pool.toml"
     pool.write_text(dump_pool(pool_config))
     data = f"replay:data={replay_dir}:source=routerbench"
-    out = tmp_path / "evolve"
-    args = [
-        "evolve", "--pool", str(pool), "--out", str(out), "--rounds", "2",
-        "--tasks", f"{data}:split=train:limit=30", "--heldout", f"{data}:split=test:limit=30",
-        "--batch", "45", "--heldout-batch", "60", "--traces", f"sqlite:///{tmp_path / 't.db'}",
-    ]  # fmt: skip
-    result = cli(*args)
-    assert result.returncode == 0, result.stderr
-    state = json.loads((out / "state.json").read_text())
-    assert [r["round"] for r in state["rounds"]] == [1, 2]
+
+    def args(out: Path, traces: str) -> list[str]:
+        return [
+            "evolve", "--pool", str(pool), "--out", str(out), "--rounds", "2",
+            "--tasks", f"{data}:split=train:limit=20", "--heldout", f"{data}:split=test:limit=20",
+            "--batch", "30", "--heldout-batch", "45", "--traces", f"sqlite:///{tmp_path / traces}",
+            "--proposers", "cluster-specialists,escalation",
+        ]  # fmt: skip
+
+    out = tmp_path / "killed"
+    command = [sys.executable, "-m", "consortium", *args(out, "k.db")]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (out / "state.json").exists():
+        time.sleep(0.1)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    killed = json.loads((out / "state.json").read_text())
+    assert len(killed["rounds"]) == 1, "killed after the first round, before the end"
+    one_line_error(cli(*args(out, "k.db")), "--resume")  # the folder holds a run: no overwrite
+    one_line_error(cli(*args(out, "k.db"), "--resume", "--seed", "1"), "different settings")
+    one_line_error(cli(*args(out, "k.db"), "--proposers", "nope"), "--proposers")
+    resumed = cli(*args(out, "k.db"), "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    straight = cli(*args(tmp_path / "straight", "s.db"))
+    assert straight.returncode == 0, straight.stderr
+
+    def outcome(folder: Path) -> str:
+        state = json.loads((folder / "state.json").read_text())
+        rounds = [{k: v for k, v in r.items() if k != "run_id"} for r in state["rounds"]]
+        final = {k: v for k, v in state["final"].items() if k != "run_id"}
+        return json.dumps([rounds, final], sort_keys=True)
+
+    assert outcome(out) == outcome(tmp_path / "straight")
+    again = json.loads((out / "state.json").read_text())
+    assert again["rounds"][: len(killed["rounds"])] == killed["rounds"]  # finished rounds kept
     report = (out / "report.md").read_text()
     assert "replay of recorded outcomes" in report  # the report names its pool
     for heading in ("## Rounds", "## Final comparison", "Cost per extra point", "## Collaboration"):
         assert heading in report or "No extra accuracy" in report, heading
     for image in ("rounds.png", "pareto.png"):
         assert (out / image).read_bytes()[:4] == b"\x89PNG"
-    one_line_error(cli(*args), "--resume")  # the folder holds a run: no silent overwrite
-    one_line_error(cli(*args, "--resume", "--seed", "1"), "different settings")
-    resumed = cli(*args, "--resume", "--rounds", "3")
-    assert resumed.returncode == 0, resumed.stderr
-    again = json.loads((out / "state.json").read_text())
-    assert again["rounds"][:2] == state["rounds"] and len(again["rounds"]) == 3
-    one_line_error(cli(*args, "--proposers", "nope"), "--proposers")
 
 
 async def test_retrain_trinity_warm_starts_from_the_incumbent_policy(
