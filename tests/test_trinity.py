@@ -302,3 +302,60 @@ async def test_baseline_optimizers_spend_the_same_budget(
     assert not np.allclose(reinforce.vector, 0)  # the gradient moved it
     assert np.all(np.abs(search.vector) <= 0.5)  # a U[-0.5, 0.5] draw
     assert search.history[-1]["population_best"] <= 1.0
+
+
+def test_sep_cma_es_killed_with_sigkill_resumes_to_the_same_policy(
+    replay_dir: Path, replay_data: ReplayData, tmp_path: Path
+) -> None:
+    """A training process is SIGKILLed after a checkpoint; --resume in a new process ends with
+    the policy of an uninterrupted run (the checkpoint is replaced atomically)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    driver = tmp_path / "train.py"
+    driver.write_text(
+        "import asyncio, sys\n"
+        "import numpy as np\n"
+        "from pathlib import Path\n"
+        "from consortium.pool import Pool\n"
+        "from consortium.replay.data import load_replay\n"
+        "from consortium.replay.pool import replay_pool\n"
+        "from consortium.runtime.caller import Caller\n"
+        "from consortium.tasks.replay import ReplayGrader\n"
+        "from consortium.train.es import TrainConfig, train_es\n"
+        "from tests.test_trinity import hash_setup\n"
+        "data_dir, base_url, checkpoint, resume, out = sys.argv[1:6]\n"
+        "data = load_replay(data_dir, sources=['split2'])\n"
+        "tasks, setup = hash_setup(data)\n"
+        "config = TrainConfig(generations=8, popsize=6, minibatch=10, sigma0=0.5, seed=11)\n"
+        "async def main():\n"
+        "    async with Pool(replay_pool(data, base_url, data.models['split2'])) as pool:\n"
+        "        state = await train_es(setup, tasks, ReplayGrader(), Caller(pool, None, 't'),\n"
+        "                               config, Path(checkpoint), resume=resume == 'yes')\n"
+        "    np.save(out, state.vector)\n"
+        "asyncio.run(main())\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    with ReplayServerProcess(replay_dir, "--sources", "split2", "--latency-base", "0.05") as slow:
+
+        def train(checkpoint: str, resume: str, out: str) -> subprocess.Popen[bytes]:
+            arguments = [str(replay_dir), slow.base_url, str(tmp_path / checkpoint), resume]
+            command = [sys.executable, str(driver), *arguments, str(tmp_path / out)]
+            return subprocess.Popen(command, env=env, cwd=root, stderr=subprocess.PIPE)
+
+        killed = train("k.pkl", "no", "never.npy")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (tmp_path / "k.pkl").exists():
+            time.sleep(0.05)
+        os.kill(killed.pid, signal.SIGKILL)
+        killed.wait()
+        assert (tmp_path / "k.pkl").exists() and not (tmp_path / "never.npy").exists()
+        for process in (train("k.pkl", "yes", "resumed.npy"), train("s.pkl", "no", "straight.npy")):
+            _, errors = process.communicate(timeout=120)
+            assert process.returncode == 0, errors.decode()
+    resumed, straight = np.load(tmp_path / "resumed.npy"), np.load(tmp_path / "straight.npy")
+    assert np.array_equal(resumed, straight) and not np.allclose(straight, 0)
