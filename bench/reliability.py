@@ -11,7 +11,8 @@ is one model answering one recorded question, run once against a clean server an
 the faulty one. A fault may cost a retry or end a task with a visible error; it must never change
 an answer silently ("wrong answers caused by faults", must be 0), and every finished task must
 have its result and call rows in the trace store ("traces lost", must be 0). `--resumes` eval
-runs are killed with SIGKILL at random points and resumed; each must end with the uninterrupted
+runs are killed with SIGKILL at random points and resumed, and `--conductor-resumes` GRPO
+trainings (tiny model) after their second checkpoint; each must end with the uninterrupted
 result. Prints the figures, and JSON with --json.
 """
 
@@ -97,6 +98,43 @@ def kill_and_resume(data_dir: str, base_url: str, data: Any, folder: Path, cycle
     return bool(outputs[0] == outputs[1])
 
 
+def conductor_kill_and_resume(data_dir: str, base_url: str, data: Any, folder: Path) -> bool:
+    """`consortium train conductor` (tiny model, 4 GRPO steps, a checkpoint per step) killed
+    after its second checkpoint and resumed; True when the resumed model and reward log equal
+    an uninterrupted run's."""
+    from safetensors.numpy import load_file
+
+    pool = folder / "conductor-pool.toml"
+    pool.write_text(dump_pool(replay_pool(data, base_url, data.models["split2"][:3])))
+    base = [sys.executable, "-m", "consortium", "train", "conductor", "--pool", str(pool),
+            "--tasks", f"replay:data={data_dir}:split=train:datasets=mmlu:limit=8",
+            "--base-model", "tiny", "--steps", "4", "--questions-per-step", "1",
+            "--group-size", "2", "--max-completion", "16", "--save-steps", "1",
+            "--lr", "1e-3"]  # fmt: skip
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+
+    def start(*extra: str) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [*base, *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+        )
+
+    killed = folder / "killed"
+    assert start("--out", str(folder / "straight")).wait() == 0
+    process = start("--out", str(killed))
+    while not (killed / "checkpoints" / "checkpoint-2").exists() and process.poll() is None:
+        time.sleep(0.1)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert start("--out", str(killed), "--resume").wait() == 0
+    folders = (folder / "straight", killed)
+    weights = [load_file(str(f / "model" / "model.safetensors")) for f in folders]
+    same_weights = weights[0].keys() == weights[1].keys() and all(
+        (weights[0][k] == weights[1][k]).all() for k in weights[0]
+    )
+    logs = [(f / "rewards.jsonl").read_text() for f in folders]
+    return bool(same_weights and logs[0] == logs[1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
@@ -104,7 +142,10 @@ def main() -> None:
     parser.add_argument("--data", required=True)
     parser.add_argument("--calls", type=int, default=10_000, help="tasks (one call each)")
     parser.add_argument("--fault-rate", type=float, default=0.10)
-    parser.add_argument("--resumes", type=int, default=3)
+    parser.add_argument("--resumes", type=int, default=3, help="eval kill-and-resume cycles")
+    parser.add_argument(
+        "--conductor-resumes", type=int, default=1, help="train conductor kill-and-resume cycles"
+    )
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     data = load_replay(args.data, sources=["split2"])
@@ -140,6 +181,10 @@ def main() -> None:
             kill_and_resume(args.data, clean.base_url, data, Path(folder), cycle)
             for cycle in range(args.resumes)
         )
+        conductor_ok = sum(
+            conductor_kill_and_resume(args.data, clean.base_url, data, Path(folder) / f"c{cycle}")
+            for cycle in range(args.conductor_resumes)
+        )
     figures = {
         "pool": "replay of recorded outcomes (split2_model7), declared fault injection",
         "tasks": len(got),
@@ -152,6 +197,8 @@ def main() -> None:
         "traces_lost": lost,
         "resumes_tested": args.resumes,
         "resumes_matching": resumes_ok,
+        "conductor_resumes_tested": args.conductor_resumes,
+        "conductor_resumes_matching": conductor_ok,
         "seconds": round(time.perf_counter() - started, 1),
     }
     for key, value in figures.items():

@@ -21,7 +21,8 @@ def test_reliability_report_at_small_scale(replay_dir: Path, tmp_path: Path) -> 
     out = tmp_path / "reliability.json"
     script = str(ROOT / "bench/reliability.py")
     command = [sys.executable, script, "--data", str(replay_dir), "--calls", "210",
-               "--resumes", "1", "--fault-rate", "0.2", "--json", str(out)]  # fmt: skip
+               "--resumes", "1", "--conductor-resumes", "0", "--fault-rate", "0.2",
+               "--json", str(out)]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     figures = json.loads(out.read_text())

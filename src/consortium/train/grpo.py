@@ -333,8 +333,14 @@ def train_conductor(
     )
     reward = WorkflowReward(pool, tasks, grader, max_steps=settings.max_steps, jobs=jobs)
     log_path = out_dir / "rewards.jsonl"
+    checkpoints = list((out_dir / "checkpoints").glob("checkpoint-*"))
     if not resume:
         log_path.write_text("")
+    elif checkpoints and log_path.exists():
+        # Steps logged after the last checkpoint are trained again; their rows go.
+        last = max(int(path.name.rsplit("-", 1)[1]) for path in checkpoints)
+        rows = [json.loads(line) for line in log_path.read_text().splitlines() if line]
+        log_path.write_text("".join(json.dumps(r) + "\n" for r in rows if r["step"] <= last))
 
     class RewardLog(TrainerCallback):
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **_: Any) -> None:
@@ -376,7 +382,6 @@ def train_conductor(
         train_dataset=Dataset.from_list(rows),
         callbacks=[RewardLog()],
     )
-    checkpoints = list((out_dir / "checkpoints").glob("checkpoint-*"))
     try:
         trainer.train(resume_from_checkpoint=bool(resume and checkpoints))
     finally:
