@@ -5,8 +5,8 @@ same calls on a fault-free server, plus kill-and-resume cycles of `consortium ev
 
 Pool: replay of recorded outcomes (split2_model7, 7 open models), a declared simulation of
 faults by the replay server (seeded per request and attempt): HTTP 500/503/429, hangs past the
-client's timeout, malformed bodies, empty choices and connections dropped halfway through the
-body, `--fault-rate` of requests in all. Each task
+client's timeout, malformed bodies, empty choices, connections dropped halfway through the body
+and bodies trickling out slowly, `--fault-rate` of requests in all. Each task
 is one model answering one recorded question, run once against a clean server and once against
 the faulty one. A fault may cost a retry or end a task with a visible error; it must never change
 an answer silently ("wrong answers caused by faults", must be 0), and every finished task must
@@ -151,9 +151,9 @@ def main() -> None:
     data = load_replay(args.data, sources=["split2"])
     per_model = max(2, args.calls // len(data.models["split2"]))
     share = args.fault_rate / 10
-    faults = ["--error-rate", f"{4 * share}", "--timeout-rate", f"{2 * share}", "--hang-seconds",
+    faults = ["--error-rate", f"{3 * share}", "--timeout-rate", f"{2 * share}", "--hang-seconds",
               "3", "--garbage-rate", f"{2 * share}", "--drop-rate", f"{2 * share}",
-              "--fault-seed", "7"]  # fmt: skip
+              "--slow-rate", f"{share}", "--slow-seconds", "0.1", "--fault-seed", "7"]  # fmt: skip
     started = time.perf_counter()
     with (
         tempfile.TemporaryDirectory() as folder,

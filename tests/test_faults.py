@@ -251,3 +251,17 @@ async def test_dropped_connections_are_retried_and_change_no_answer(
         ]
         faults = server.stats()["faults"]
         assert isinstance(faults, dict) and faults.get("dropped", 0) > 5
+
+
+async def test_slow_bodies_arrive_whole_and_unchanged(
+    replay_dir: Path, replay_data: ReplayData
+) -> None:
+    for server in serve(replay_dir, "--slow-rate", "0.5", "--slow-seconds", "0.1"):
+        records, completions = await ask_all(
+            server, replay_data, max_retries=0, split="test", count=40
+        )
+        assert [c.text for c in completions if isinstance(c, Completion)] == [
+            replay_answer(r, MODEL).text for r in records
+        ]
+        faults = server.stats()["faults"]
+        assert isinstance(faults, dict) and faults.get("slow", 0) > 10

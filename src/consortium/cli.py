@@ -129,6 +129,13 @@ def replay_serve(
         float,
         typer.Option(help="Fraction of requests whose connection drops halfway through the body."),
     ] = 0.0,
+    slow_rate: Annotated[
+        float,
+        typer.Option(help="Fraction of requests whose body trickles out in 4 pieces."),
+    ] = 0.0,
+    slow_seconds: Annotated[
+        float, typer.Option(help="Pause between the pieces of a slow body.")
+    ] = 0.2,
     write_pool: Annotated[
         Path | None, typer.Option(help="Write a pool file for this server's models, then serve.")
     ] = None,
@@ -177,7 +184,15 @@ def replay_serve(
         coupling=coupling,  # type: ignore[arg-type]
         latency=LatencyModel(latency_base, latency_per_token),
         faults=FaultConfig(
-            error_rate, codes, timeout_rate, hang_seconds, garbage_rate, fault_seed, drop_rate
+            error_rate,
+            codes,
+            timeout_rate,
+            hang_seconds,
+            garbage_rate,
+            fault_seed,
+            drop_rate,
+            slow_rate,
+            slow_seconds,
         ),
     )
     err_console.print(

@@ -59,10 +59,19 @@ class FaultConfig:
     seed: int = 0
     drop_rate: float = 0.0
     """Fraction of requests whose connection is dropped halfway through the response body."""
+    slow_rate: float = 0.0
+    """Fraction of requests whose (correct) body trickles out in pieces `slow_seconds` apart."""
+    slow_seconds: float = 0.2
 
     @property
     def active(self) -> bool:
-        rates = (self.error_rate, self.timeout_rate, self.garbage_rate, self.drop_rate)
+        rates = (
+            self.error_rate,
+            self.timeout_rate,
+            self.garbage_rate,
+            self.drop_rate,
+            self.slow_rate,
+        )
         return any(rate > 0 for rate in rates)
 
 
@@ -164,6 +173,8 @@ class ReplayApp:
             )
         if draw < garbage + self.faults.drop_rate:
             return "drop"
+        if draw < garbage + self.faults.drop_rate + self.faults.slow_rate:
+            return "slow"
         return None
 
     async def chat(self, request: Request) -> Response:
@@ -244,7 +255,23 @@ class ReplayApp:
                 stream_chunks(completion_id, model, text, finish, usage),
                 media_type="text/event-stream",
             )
-        return JSONResponse(completion_body(completion_id, model, text, finish, usage))
+        body = completion_body(completion_id, model, text, finish, usage)
+        if fault == "slow":
+            self.stats.faults["slow"] += 1
+            payload = json.dumps(body).encode()
+            return StreamingResponse(
+                _trickle(payload, self.faults.slow_seconds), media_type="application/json"
+            )
+        return JSONResponse(body)
+
+
+async def _trickle(payload: bytes, pause: float, pieces: int = 4) -> AsyncIterator[bytes]:
+    """A whole, correct body, sent in `pieces` parts `pause` seconds apart (a slow stream)."""
+    size = -(-len(payload) // pieces)
+    for start in range(0, len(payload), size):
+        if start:
+            await asyncio.sleep(pause)
+        yield payload[start : start + size]
 
 
 async def _dropped_halfway() -> AsyncIterator[bytes]:
