@@ -104,6 +104,7 @@ def conductor_kill_and_resume(data_dir: str, base_url: str, data: Any, folder: P
     an uninterrupted run's."""
     from safetensors.numpy import load_file
 
+    folder.mkdir(parents=True, exist_ok=True)
     pool = folder / "conductor-pool.toml"
     pool.write_text(dump_pool(replay_pool(data, base_url, data.models["split2"][:3])))
     base = [sys.executable, "-m", "consortium", "train", "conductor", "--pool", str(pool),
