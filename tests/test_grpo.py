@@ -127,3 +127,17 @@ async def test_grpo_trains_a_tiny_conductor_that_then_conducts(
     calls = list(store.iter_calls(caller.run_id))
     assert [c["role"] for c in calls] == ["conductor", "fallback"]
     assert 0 < calls[0]["completion_tokens"] <= 16
+
+
+def test_resume_skips_a_half_written_checkpoint(tmp_path: Path) -> None:
+    from consortium.train.grpo import last_complete_checkpoint
+
+    for step, complete in ((1, True), (2, True), (10, False)):
+        folder = tmp_path / f"checkpoint-{step}"
+        folder.mkdir()
+        (folder / "model.safetensors").write_bytes(b"partial")
+        if complete:
+            (folder / "trainer_state.json").write_text("{}")
+    assert last_complete_checkpoint(tmp_path) == tmp_path / "checkpoint-2"
+    assert not (tmp_path / "checkpoint-10").exists()  # killed while saving: removed
+    assert last_complete_checkpoint(tmp_path / "none") is None

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import shutil
 import threading
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import asdict, dataclass
@@ -287,6 +288,15 @@ def tiny_causal_lm(out_dir: Path, seed: int = 0) -> Path:
     return out_dir
 
 
+def last_complete_checkpoint(folder: Path) -> Path | None:
+    """The newest checkpoint the trainer finished writing (its trainer_state.json is written
+    last); newer, half-written ones (a process killed while saving) are removed."""
+    found = sorted(folder.glob("checkpoint-*"), key=lambda p: int(p.name.rsplit("-", 1)[1]))
+    while found and not (found[-1] / "trainer_state.json").exists():
+        shutil.rmtree(found.pop())
+    return found[-1] if found else None
+
+
 def train_conductor(
     base_model: str,
     pool: PoolConfig,
@@ -333,12 +343,12 @@ def train_conductor(
     )
     reward = WorkflowReward(pool, tasks, grader, max_steps=settings.max_steps, jobs=jobs)
     log_path = out_dir / "rewards.jsonl"
-    checkpoints = list((out_dir / "checkpoints").glob("checkpoint-*"))
+    checkpoint = last_complete_checkpoint(out_dir / "checkpoints") if resume else None
     if not resume:
         log_path.write_text("")
-    elif checkpoints and log_path.exists():
+    elif log_path.exists():
         # Steps logged after the last checkpoint are trained again; their rows go.
-        last = max(int(path.name.rsplit("-", 1)[1]) for path in checkpoints)
+        last = int(checkpoint.name.rsplit("-", 1)[1]) if checkpoint else 0
         rows = [json.loads(line) for line in log_path.read_text().splitlines() if line]
         log_path.write_text("".join(json.dumps(r) + "\n" for r in rows if r["step"] <= last))
 
@@ -383,7 +393,7 @@ def train_conductor(
         callbacks=[RewardLog()],
     )
     try:
-        trainer.train(resume_from_checkpoint=bool(resume and checkpoints))
+        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     finally:
         reward.close()
     trainer.save_model(str(out_dir / "model"))
