@@ -141,3 +141,14 @@ def test_resume_skips_a_half_written_checkpoint(tmp_path: Path) -> None:
     assert last_complete_checkpoint(tmp_path) == tmp_path / "checkpoint-2"
     assert not (tmp_path / "checkpoint-10").exists()  # killed while saving: removed
     assert last_complete_checkpoint(tmp_path / "none") is None
+
+
+def test_prompt_schedule_spans_epochs_in_a_seeded_order() -> None:
+    from consortium.train.grpo import prompt_schedule
+
+    rows = [{"task_id": str(i)} for i in range(3)]
+    schedule = prompt_schedule(rows, 7, seed=4)
+    ids = [row["task_id"] for row in schedule]
+    assert len(ids) == 7 and sorted(ids[:3]) == sorted(ids[3:6]) == ["0", "1", "2"]
+    assert prompt_schedule(rows, 7, seed=4) == schedule  # a resumed run rebuilds the same one
+    assert prompt_schedule([], 5, seed=0) == []

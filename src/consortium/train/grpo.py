@@ -288,6 +288,18 @@ def tiny_causal_lm(out_dir: Path, seed: int = 0) -> Path:
     return out_dir
 
 
+def prompt_schedule(rows: Sequence[dict[str, Any]], total: int, seed: int) -> list[dict[str, Any]]:
+    """`total` prompts: the rows in a fresh seeded order each epoch, one epoch after another."""
+    schedule: list[dict[str, Any]] = []
+    epoch = 0
+    while len(schedule) < total and rows:
+        order = list(rows)
+        random.Random(f"{seed}:{epoch}").shuffle(order)
+        schedule += order
+        epoch += 1
+    return schedule[:total]
+
+
 def last_complete_checkpoint(folder: Path) -> Path | None:
     """The newest checkpoint the trainer finished writing (its trainer_state.json is written
     last); newer, half-written ones (a process killed while saving) are removed."""
@@ -344,6 +356,10 @@ def train_conductor(
     reward = WorkflowReward(pool, tasks, grader, max_steps=settings.max_steps, jobs=jobs)
     log_path = out_dir / "rewards.jsonl"
     checkpoint = last_complete_checkpoint(out_dir / "checkpoints") if resume else None
+    # The prompts of the whole run in a fixed order; a resumed run drops those already trained
+    # on, so it sees what an uninterrupted run would (the trainer restores its RNG states).
+    schedule = prompt_schedule(rows, settings.steps * settings.questions_per_step, settings.seed)
+    done = int(checkpoint.name.rsplit("-", 1)[1]) * settings.questions_per_step if checkpoint else 0
     if not resume:
         log_path.write_text("")
     elif log_path.exists():
@@ -383,13 +399,15 @@ def train_conductor(
         report_to=[],
         use_cpu=not torch.cuda.is_available(),
         disable_tqdm=True,
+        shuffle_dataset=False,  # the schedule above is already shuffled, epoch by epoch
+        ignore_data_skip=True,  # skipping is done by dropping trained prompts from the schedule
     )
     trainer = GRPOTrainer(
         model=base_model,
         processing_class=tokenizer,
         reward_funcs=[reward],  # type: ignore[list-item]
         args=args,
-        train_dataset=Dataset.from_list(rows),
+        train_dataset=Dataset.from_list(schedule[done:]),
         callbacks=[RewardLog()],
     )
     try:
