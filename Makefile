@@ -6,7 +6,7 @@ REPLAY_DATA ?= ../shared/data/routerdc
 BENCHMARKS ?= ../shared/data/benchmarks
 DEMO_ARGS ?=
 
-.PHONY: install demo test lint bench train compare evolve clean
+.PHONY: install demo test lint bench train compare evolve reliability clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,10 @@ bench: install
 	$(BIN)/python bench/sandbox_throughput.py --humaneval $(BENCHMARKS)/humaneval/HumanEval.jsonl.gz
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/coordinator_latency.py --data $(REPLAY_DATA)
 	$(BIN)/python bench/dag_efficiency.py --data $(REPLAY_DATA)
+	$(BIN)/python bench/serve_load.py --data $(REPLAY_DATA)
+
+reliability: install
+	HF_HUB_OFFLINE=1 $(BIN)/python bench/reliability.py --data $(REPLAY_DATA) --calls 10000 --resumes 3 --conductor-resumes 1
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
