@@ -221,6 +221,10 @@ class Escalation:
 
     async def propose(self, context: RoundContext) -> list[Proposal]:
         singles = await context.singles()
+        # The loop has measured the incumbent on this batch already; the evaluator keeps it.
+        incumbent = by_cluster(
+            await context.evaluator.strategy(context.incumbent, context.tuning, "tuning")
+        )
         goals = ("most accurate", "as accurate as now, cheaper")
         strategies = dict.fromkeys(goals, context.incumbent)
         notes: dict[str, list[str]] = {goal: [] for goal in goals}
@@ -230,11 +234,14 @@ class Escalation:
             per_model = {m: by_cluster(r).get(cluster, []) for m, r in singles.items()}
             strongest = max(per_model, key=lambda m: (accuracy(per_model[m]), -_cost(per_model[m])))
             escalate = f"single:{strongest}"
+            singles_by_spec = {f"single:{m}": r for m, r in per_model.items()}
             # The incumbent's first policy leads, so it wins ties with an equal single model.
-            firsts = {plan.first: await context.evaluator.policy(plan.first, tasks, "tuning")}
-            firsts.update(
-                {f"single:{m}": r for m, r in per_model.items() if f"single:{m}" != plan.first}
-            )
+            firsts = {
+                plan.first: singles_by_spec[plan.first]
+                if plan.first in singles_by_spec
+                else await context.evaluator.policy(plan.first, tasks, "tuning")
+            }
+            firsts.update({s: r for s, r in singles_by_spec.items() if s != plan.first})
             routes: list[Route] = [
                 route
                 for spec, results in firsts.items()
@@ -255,8 +262,7 @@ class Escalation:
                 for name, new, fires, extra in routes
             }
             plans = {name: new for name, new, _, _ in routes}
-            current = await context.evaluator.strategy(Strategy(default=plan), tasks, "tuning")
-            floors = {goals[0]: None, goals[1]: accuracy(current)}
+            floors = {goals[0]: None, goals[1]: accuracy(incumbent.get(cluster, []))}
             for goal, floor in floors.items():
                 chosen = _cheapest_adequate(options, self.tolerance, floor)
                 if plans[chosen] != plan:
