@@ -10,17 +10,24 @@ from rich.table import Table
 from consortium.evaluate import ORACLE, EvalReport, PolicySummary
 
 
-def _pct(value: float | None) -> str:
+def percent(value: float | None) -> str:
+    """A fraction as a percentage with one decimal; "–" for none."""
     return "–" if value is None else f"{100 * value:.1f}"
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
 
 
 def _row(report: EvalReport, summary: PolicySummary) -> list[str]:
     cells = [summary.policy]
-    cells += [_pct(summary.accuracy.get(d)) for d in report.datasets]
-    cells += [_pct(summary.mean(group)) for group in report.groups.values()]
+    cells += [percent(summary.accuracy.get(d)) for d in report.datasets]
+    cells += [percent(summary.mean(group)) for group in report.groups.values()]
     if report.recorded:
         recorded = report.recorded.get(summary.policy)
-        cells.append(_pct(sum(recorded.values()) / len(recorded)) if recorded else "–")
+        cells.append(percent(sum(recorded.values()) / len(recorded)) if recorded else "–")
     per_task = max(summary.tasks, 1)
     cells += [
         f"{summary.calls / per_task:.2f}",
@@ -50,10 +57,8 @@ def to_markdown(report: EvalReport) -> str:
         if report.recorded
         else "Accuracy in % per dataset.",
         "",
-        "| " + " | ".join(header) + " |",
-        "|" + "|".join("---" for _ in header) + "|",
+        *markdown_table(header, [_row(report, s) for s in report.summaries]),
     ]
-    lines += ["| " + " | ".join(_row(report, s)) + " |" for s in report.summaries]
     if report.run_id:
         lines += ["", f"Traces: run `{report.run_id}` (`consortium traces show {report.run_id}`)."]
     return "\n".join(lines) + "\n"

@@ -7,19 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f}"
+from consortium.report import markdown_table, percent
 
 
 def _usd(value: float) -> str:
     return f"{value:.2e}"
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines
 
 
 def pareto_front(points: list[tuple[str, float, float]]) -> list[tuple[str, float, float]]:
@@ -81,9 +73,9 @@ def _cost_per_point(final: dict[str, Any]) -> str:
     gain = (last["accuracy"] - singles[best]["accuracy"]) * 100
     extra = last["cost_per_task"] - singles[best]["cost_per_task"]
     head = (
-        f"Best single model on the final tasks: {best} ({_pct(singles[best]['accuracy'])}%, "
+        f"Best single model on the final tasks: {best} ({percent(singles[best]['accuracy'])}%, "
         f"{_usd(singles[best]['cost_per_task'])} USD/task). Final strategy: "
-        f"{_pct(last['accuracy'])}%, {_usd(last['cost_per_task'])} USD/task. "
+        f"{percent(last['accuracy'])}%, {_usd(last['cost_per_task'])} USD/task. "
     )
     if gain <= 0:
         return head + "No extra accuracy over the best single model, so no cost per extra point."
@@ -114,8 +106,8 @@ def to_markdown(state: dict[str, Any]) -> str:
             [
                 str(summary["round"]),
                 summary["incumbent_id"],
-                _pct(summary["tuning"]["accuracy"]),
-                _pct(summary["heldout"]["accuracy"]),
+                percent(summary["tuning"]["accuracy"]),
+                percent(summary["heldout"]["accuracy"]),
                 _usd(summary["heldout"]["cost_per_task"]),
                 f"{summary['heldout']['calls_per_task']:.2f}",
                 str(len(summary["candidates"])),
@@ -124,7 +116,7 @@ def to_markdown(state: dict[str, Any]) -> str:
             ]
         )
     header = ["round", "incumbent", "tuning %", "held-out %", "USD/task", "calls/task"]
-    lines += _table([*header, "candidates", "adopted", "flag"], rows)
+    lines += markdown_table([*header, "candidates", "adopted", "flag"], rows)
     lines += ["", "## Adopted changes and their evidence", ""]
     any_adopted = False
     for summary in rounds:
@@ -141,8 +133,9 @@ def to_markdown(state: dict[str, Any]) -> str:
                 "",
                 *[f"- {line}" for line in _describe(candidate["strategy"])],
                 "",
-                f"Evidence ({e['tasks']} held-out tasks, paired): {_pct(e['incumbent_accuracy'])}% "
-                f"→ {_pct(e['candidate_accuracy'])}% ({e['difference'] * 100:+.1f} points, 95% CI "
+                f"Evidence ({e['tasks']} held-out tasks, paired): "
+                f"{percent(e['incumbent_accuracy'])}% → {percent(e['candidate_accuracy'])}% "
+                f"({e['difference'] * 100:+.1f} points, 95% CI "
                 f"[{e['ci_low'] * 100:+.1f}, {e['ci_high'] * 100:+.1f}], {e['wins']} wins / "
                 f"{e['losses']} losses, p = {e['p_value']:.3g} {e['test']}); cost "
                 f"{_usd(e['incumbent_cost'])} → {_usd(e['candidate_cost'])} USD/task, calls "
@@ -171,7 +164,7 @@ def to_markdown(state: dict[str, Any]) -> str:
         if not c["adopted"]
     ]
     lines += (
-        _table(
+        markdown_table(
             [
                 "round",
                 "proposer",
@@ -195,7 +188,7 @@ def to_markdown(state: dict[str, Any]) -> str:
                 f"strategy {s['strategy_id']}"
                 + (" (first)" if i == 0 else "")
                 + (" (final)" if i == len(final["strategies"]) - 1 else ""),
-                _pct(s["accuracy"]),
+                percent(s["accuracy"]),
                 _usd(s["cost_per_task"]),
                 f"{s['calls_per_task']:.2f}",
                 str(s["errors"]),
@@ -205,14 +198,14 @@ def to_markdown(state: dict[str, Any]) -> str:
         table += [
             [
                 f"single:{m}",
-                _pct(s["accuracy"]),
+                percent(s["accuracy"]),
                 _usd(s["cost_per_task"]),
                 f"{s['calls_per_task']:.2f}",
                 str(s["errors"]),
             ]
             for m, s in final["singles"].items()
         ]
-        lines += _table(["policy", "accuracy %", "USD/task", "calls/task", "errors"], table)
+        lines += markdown_table(["policy", "accuracy %", "USD/task", "calls/task", "errors"], table)
         e = final["first_vs_final"]
         lines += [
             "",
@@ -234,18 +227,18 @@ def to_markdown(state: dict[str, Any]) -> str:
         collab = [
             [
                 cluster,
-                _pct(c["accuracy"]),
+                percent(c["accuracy"]),
                 _usd(c["cost_per_task"]),
                 f"{c['calls_per_task']:.2f}",
-                _pct(c["escalation_rate"]),
-                _pct(c["disagreement_rate"]),
+                percent(c["escalation_rate"]),
+                percent(c["disagreement_rate"]),
                 ", ".join(f"{k} {v}" for k, v in sorted(c["right_answers_by"].items())),
-                f"{_pct(c['verifier_precision'])} / {_pct(c['verifier_recall'])}",
+                f"{percent(c['verifier_precision'])} / {percent(c['verifier_recall'])}",
             ]
             for cluster, c in last["collaboration"].items()
         ]
         header = ["cluster", "accuracy %", "USD/task", "calls/task", "escalated %", "disagree %"]
-        lines += _table([*header, "right answers by", "verifier P / R %"], collab)
+        lines += markdown_table([*header, "right answers by", "verifier P / R %"], collab)
     return "\n".join(lines) + "\n"
 
 
