@@ -155,7 +155,8 @@ class EnsembleServer:
             "completion_tokens": sum(c.completion_tokens for c in made),
         }
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-        headers = self._headers(task_caller)
+        account = self._account(task_caller)
+        headers = _headers(account)
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         if body.get("stream"):
             return StreamingResponse(
@@ -166,7 +167,7 @@ class EnsembleServer:
                 headers=headers,
             )
         payload = completion_body(completion_id, self.model_id, outcome.answer, "stop", usage)
-        payload["consortium"] = self._account(task_caller)
+        payload["consortium"] = account
         return JSONResponse(payload, headers=headers)
 
     def _account(self, task_caller: TaskCaller) -> dict[str, Any]:
@@ -180,18 +181,18 @@ class EnsembleServer:
             "run_id": self.caller.run_id,
         }
 
-    def _headers(self, task_caller: TaskCaller) -> dict[str, str]:
-        account = self._account(task_caller)
-        return {
-            "x-consortium-calls": str(account["calls"]),
-            "x-consortium-models": ",".join(account["models"]),
-            "x-consortium-roles": ",".join(account["roles"]),
-            "x-consortium-cost": f"{account['cost']:.8f}",
-            "x-consortium-task": account["task_id"],
-            "x-consortium-run": account["run_id"],
-        }
-
     def _failure(self, status: int, message: str, code: str, task_caller: TaskCaller) -> Response:
-        return error_response(
-            status, message, code, "consortium_error", headers=self._headers(task_caller)
-        )
+        headers = _headers(self._account(task_caller))
+        return error_response(status, message, code, "consortium_error", headers=headers)
+
+
+def _headers(account: dict[str, Any]) -> dict[str, str]:
+    """The accounting of one answer as response headers."""
+    return {
+        "x-consortium-calls": str(account["calls"]),
+        "x-consortium-models": ",".join(account["models"]),
+        "x-consortium-roles": ",".join(account["roles"]),
+        "x-consortium-cost": f"{account['cost']:.8f}",
+        "x-consortium-task": account["task_id"],
+        "x-consortium-run": account["run_id"],
+    }
