@@ -13,43 +13,25 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import numpy as np
 
 from consortium.config import dump_pool
+from consortium.launch import ChildServer
 from consortium.replay.data import load_replay
-from consortium.replay.launch import ReplayServerProcess, free_port
+from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool, short_name
 
 
-@contextmanager
-def ensemble_server(pool: Path, policy: str, traces: Path) -> Iterator[str]:
-    port = free_port()
-    command = [sys.executable, "-m", "consortium", "serve", "--pool", str(pool), "--policy"]
-    command += [policy, "--port", str(port), "--traces", f"sqlite:///{traces}"]
-    process = subprocess.Popen(command, env={**os.environ, "CONSORTIUM_SERVE_TOKEN": ""})
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        yield f"{base}/v1"
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
+def ensemble_server(pool: Path, policy: str, traces: Path) -> ChildServer:
+    return ChildServer(
+        "serve", "--pool", str(pool), "--policy", policy, "--traces", f"sqlite:///{traces}",
+        ready_path="/health", label="serve", env={"CONSORTIUM_SERVE_TOKEN": ""},
+    )  # fmt: skip
 
 
 async def load(
@@ -96,7 +78,8 @@ def main() -> None:
         pool = Path(folder) / "pool.toml"
         pool.write_text(dump_pool(replay_pool(data, replay.base_url, [model])))
         policy = f"single:{short_name(model)}"
-        with ensemble_server(pool, policy, Path(folder) / "traces.db") as serve_url:
+        with ensemble_server(pool, policy, Path(folder) / "traces.db") as server:
+            serve_url = f"{server.root}/v1"
             print(f"pool: replay of recorded outcomes ({model}), {args.requests} requests a level")
             print(f"{'clients':>7} | {'direct rps':>10} {'p95 ms':>7} | {'serve rps':>9} "
                   f"{'p95 ms':>7} | {'rps ratio':>9} {'p95 ratio':>9}")  # fmt: skip

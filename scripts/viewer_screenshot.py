@@ -17,14 +17,14 @@ import tempfile
 import time
 from pathlib import Path
 
-import httpx
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
 from consortium.config import dump_pool
+from consortium.launch import ChildServer
 from consortium.replay.data import load_replay
-from consortium.replay.launch import ReplayServerProcess, free_port
+from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
 
 
@@ -56,23 +56,15 @@ def main() -> None:
              "--policy", f"workflow:debate:models={team}"],
             check=True, stdout=subprocess.DEVNULL,
         )  # fmt: skip
-        port = free_port()
-        viewer = subprocess.Popen([*cli, "traces", "view", "--traces", traces, "--port", str(port)])
-        try:
-            base = f"http://127.0.0.1:{port}"
-            for _ in range(100):
-                try:
-                    httpx.get(base, timeout=1)
-                    break
-                except httpx.HTTPError:
-                    time.sleep(0.1)
+        viewer = ChildServer("traces", "view", "--traces", traces, ready_path="/", label="viewer")
+        with viewer:
             options = webdriver.ChromeOptions()
             options.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
             for argument in ("--headless=new", "--no-sandbox", "--window-size=1280,1100"):
                 options.add_argument(argument)
             driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
             try:
-                driver.get(base)
+                driver.get(viewer.root)
                 driver.find_element(By.CSS_SELECTOR, "a.run").click()
                 time.sleep(1.0)  # the plots load after the page
                 driver.save_screenshot(str(out / "viewer-run.png"))
@@ -85,9 +77,6 @@ def main() -> None:
                 driver.save_screenshot(str(out / "viewer-task.png"))
             finally:
                 driver.quit()
-        finally:
-            viewer.terminate()
-            viewer.wait(timeout=20)
     print(f"wrote {out / 'viewer-run.png'} and {out / 'viewer-task.png'}")
 
 

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,8 +13,9 @@ import openai
 import pytest
 
 from consortium.config import dump_pool
+from consortium.launch import ChildServer
 from consortium.replay.data import ReplayData
-from consortium.replay.launch import ReplayServerProcess, free_port
+from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
 from consortium.runtime.store import TraceStore
 from tests.test_cli import cli, one_line_error
@@ -40,38 +37,12 @@ def pool_path(
 
 @contextmanager
 def serving(pool: Path, traces: Path, *args: str, token: str | None = None) -> Iterator[str]:
-    port = free_port()
-    env = {**os.environ, "CONSORTIUM_SERVE_TOKEN": token or ""}
-    command = [
-        sys.executable,
-        "-m",
-        "consortium",
-        "serve",
-        "--pool",
-        str(pool),
-        "--port",
-        str(port),
-    ]
-    command += ["--traces", f"sqlite:///{traces}", *args]
-    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                raise AssertionError(process.stderr.read() if process.stderr else "serve exited")
-            try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError("serve did not start")
-            time.sleep(0.1)
-        yield f"{base}/v1"
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
+    """`consortium serve` over `pool`, traced into `traces`; yields its base URL."""
+    with ChildServer(
+        "serve", "--pool", str(pool), "--traces", f"sqlite:///{traces}", *args,
+        ready_path="/health", label="serve", env={"CONSORTIUM_SERVE_TOKEN": token or ""},
+    ) as server:  # fmt: skip
+        yield f"{server.root}/v1"
 
 
 def recorded_question(data: ReplayData, index: int = 0) -> str:
