@@ -184,15 +184,15 @@ def replay_serve(
         coupling=coupling,  # type: ignore[arg-type]
         latency=LatencyModel(latency_base, latency_per_token),
         faults=FaultConfig(
-            error_rate,
-            codes,
-            timeout_rate,
-            hang_seconds,
-            garbage_rate,
-            fault_seed,
-            drop_rate,
-            slow_rate,
-            slow_seconds,
+            error_rate=error_rate,
+            error_codes=codes,
+            timeout_rate=timeout_rate,
+            hang_seconds=hang_seconds,
+            garbage_rate=garbage_rate,
+            seed=fault_seed,
+            drop_rate=drop_rate,
+            slow_rate=slow_rate,
+            slow_seconds=slow_seconds,
         ),
     )
     err_console.print(

@@ -63,16 +63,28 @@ class FaultConfig:
     """Fraction of requests whose (correct) body trickles out in pieces `slow_seconds` apart."""
     slow_seconds: float = 0.2
 
+    def bands(self) -> list[tuple[str, float]]:
+        """Each fault kind with its rate, in the order a request's draw is matched against."""
+        return [
+            ("error", self.error_rate),
+            ("hang", self.timeout_rate),
+            ("garbage", self.garbage_rate),
+            ("drop", self.drop_rate),
+            ("slow", self.slow_rate),
+        ]
+
+    def band_of(self, draw: float) -> str | None:
+        """The fault kind a uniform `draw` falls in (the bands are stacked from 0), or None."""
+        edge = 0.0
+        for band, rate in self.bands():
+            edge += rate
+            if draw < edge:
+                return band
+        return None
+
     @property
     def active(self) -> bool:
-        rates = (
-            self.error_rate,
-            self.timeout_rate,
-            self.garbage_rate,
-            self.drop_rate,
-            self.slow_rate,
-        )
-        return any(rate > 0 for rate in rates)
+        return any(rate > 0 for _, rate in self.bands())
 
 
 @dataclass
@@ -155,27 +167,21 @@ class ReplayApp:
 
     def _decide_fault(self, key: tuple[str, str, int]) -> int | str | None:
         """An HTTP status to fail with, "hang" to stall past the client's timeout, "malformed" or
-        "empty" for a broken 200 answer, or None."""
+        "empty" for a broken 200 answer, "drop" or "slow" for a body cut or trickled, or None."""
         if not self.faults.active:
             return None
         attempt = self._attempts[key]
         self._attempts[key] += 1
         draw = uniform("fault", self.faults.seed, *key, attempt)
-        if draw < self.faults.error_rate:
+        band = self.faults.band_of(draw)
+        if band == "error":
             codes = self.faults.error_codes
             return codes[int(uniform("code", self.faults.seed, *key, attempt) * len(codes))]
-        if draw < self.faults.error_rate + self.faults.timeout_rate:
-            return "hang"
-        garbage = self.faults.error_rate + self.faults.timeout_rate + self.faults.garbage_rate
-        if draw < garbage:
+        if band == "garbage":
             return (
                 "malformed" if uniform("kind", self.faults.seed, *key, attempt) < 0.5 else "empty"
             )
-        if draw < garbage + self.faults.drop_rate:
-            return "drop"
-        if draw < garbage + self.faults.drop_rate + self.faults.slow_rate:
-            return "slow"
-        return None
+        return band
 
     async def chat(self, request: Request) -> Response:
         self.stats.requests += 1
