@@ -19,13 +19,12 @@ from typing import Any
 
 from consortium.coord.base import Coordinator
 from consortium.errors import ConfigError
-from consortium.evaluate import TaskResult
+from consortium.evaluate import TaskResult, summarise
 from consortium.evolve.guards import GuardConfig, compare, judge
 from consortium.evolve.library import ChangeRecord, ClusterRecord, StrategyLibrary
 from consortium.evolve.measure import (
     Evaluator,
     accuracy,
-    by_cluster,
     cluster_records,
     collaboration,
     measured,
@@ -92,15 +91,17 @@ def split_tasks(tasks: Sequence[Task], seed: int) -> tuple[list[Task], list[Task
 
 
 def _summary(results: Sequence[TaskResult]) -> dict[str, Any]:
-    n = len(results) or 1
+    """`evaluate.summarise` per task, with the accuracy over all tasks beside the per-cluster."""
+    summary = summarise("", results)
+    n = summary.tasks or 1
     return {
-        "tasks": len(results),
+        "tasks": summary.tasks,
         "accuracy": accuracy(results),
-        "cost_per_task": sum(r.cost for r in results) / n,
-        "calls_per_task": sum(r.calls for r in results) / n,
-        "tokens_per_task": sum(r.tokens for r in results) / n,
-        "errors": sum(r.error is not None for r in results),
-        "per_cluster": {c: accuracy(g) for c, g in sorted(by_cluster(results).items())},
+        "cost_per_task": summary.cost / n,
+        "calls_per_task": summary.calls / n,
+        "tokens_per_task": summary.tokens / n,
+        "errors": summary.errors,
+        "per_cluster": dict(sorted(summary.accuracy.items())),
     }
 
 
