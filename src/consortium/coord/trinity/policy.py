@@ -10,12 +10,14 @@ from typing import Any
 import numpy as np
 
 from consortium.coord.trinity.encoder import (
+    SMOLLM2_NAME,
     CachedEncoder,
     CausalLMEncoder,
     Encoder,
     SentenceEncoder,
     StandardizedEncoder,
     Standardizer,
+    smollm2_encoder,
 )
 from consortium.coord.trinity.head import ROLES, LinearHead
 from consortium.coord.trinity.protocol import TrinityCoordinator
@@ -53,12 +55,15 @@ class HeadSetup:
 
 
 def default_encoder(name: str = SentenceEncoder.name, cache: Path | None = None) -> CachedEncoder:
-    """all-MiniLM-L6-v2 by default; any other name is a causal LM (path or hub id)."""
-    encoder: Encoder = (
-        SentenceEncoder()
-        if name == SentenceEncoder.name
-        else (CausalLMEncoder.from_pretrained(name))
-    )
+    """all-MiniLM-L6-v2 by default; SmolLM2-135M-Instruct from its pinned PyPI package; any other
+    name is a causal LM (path or hub id)."""
+    encoder: Encoder
+    if name == SentenceEncoder.name:
+        encoder = SentenceEncoder()
+    elif name == SMOLLM2_NAME:
+        encoder = smollm2_encoder()
+    else:
+        encoder = CausalLMEncoder.from_pretrained(name)
     return CachedEncoder(encoder, cache)
 
 
@@ -69,7 +74,11 @@ def save_policy(out_dir: Path, vector: np.ndarray, setup: HeadSetup, meta: dict[
     standardizer = setup.encoder.standardizer
     basis = standardizer.basis if standardizer.basis is not None else np.zeros((0, 0))
     np.savez(
-        out_dir / "standardizer.npz", mean=standardizer.mean, scale=standardizer.scale, basis=basis
+        out_dir / "standardizer.npz",
+        mean=standardizer.mean,
+        scale=standardizer.scale,
+        basis=basis,
+        constant=np.array(standardizer.constant),
     )
     (out_dir / "policy.json").write_text(
         json.dumps(
@@ -110,7 +119,10 @@ def load_policy(
         StandardizedEncoder(
             encoder,
             Standardizer(
-                stats["mean"], stats["scale"], stats["basis"] if stats["basis"].size else None
+                stats["mean"],
+                stats["scale"],
+                stats["basis"] if stats["basis"].size else None,
+                bool(stats["constant"]) if "constant" in stats else False,
             ),
         ),
         models,

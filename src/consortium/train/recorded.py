@@ -1,0 +1,249 @@
+"""Training the TRINITY head for single-turn routing on recorded outcomes, in process.
+
+A rollout of a single-turn router on a replay pool is one lookup: the head picks a model, the
+recorded data say how that model did. So rewards for a whole population of candidate heads on
+thousands of questions are one matrix product, and the optimizers can be compared at the
+paper's head size (about 5k weights) and budget on a laptop CPU.
+
+Two rewards, both declared in every report:
+- `recorded`: the recorded score of the chosen model (the fraction of correct samples, or 1/0 for
+  multiple choice): the expectation of the binary reward, a variance reduction.
+- `draw`: the paper's binary reward, a Bernoulli draw with the recorded probability.
+
+The optimizers share one budget unit, the rollout (one question answered by one candidate):
+sep-CMA-ES (`cmaes.SepCMA`), REINFORCE (score-function gradient with a mean baseline, Adam),
+random search (the paper's: uniform candidates, keep the best) and imitation (the paper's SFT
+baseline: cross-entropy to the per-question-best models, L-BFGS; no rollouts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from cmaes import SepCMA
+from scipy.optimize import minimize
+
+from consortium.coord.trinity.head import ROLES
+
+Reward = Literal["recorded", "draw"]
+OPTIMIZERS = ("es", "reinforce", "random", "imitation")
+
+
+@dataclass(frozen=True)
+class RoutingProblem:
+    """Questions as standardized features, with every model's recorded score on each."""
+
+    features: np.ndarray
+    """Shape (n, dim): what the head reads."""
+    scores: np.ndarray
+    """Shape (n, n_models): recorded score of each model, in [0, 1]."""
+    datasets: np.ndarray
+    """Shape (n,): each question's dataset, for balanced minibatches."""
+
+    @property
+    def n_models(self) -> int:
+        return int(self.scores.shape[1])
+
+    @property
+    def n_params(self) -> int:
+        """The head's size: one row per model and per role, as the TRINITY head has."""
+        return (self.n_models + len(ROLES)) * int(self.features.shape[1])
+
+    def model_weights(self, vectors: np.ndarray) -> np.ndarray:
+        """(population, n_models, dim) model rows of each parameter vector."""
+        population = vectors.reshape(len(vectors), self.n_models + len(ROLES), -1)
+        return population[:, : self.n_models]
+
+    def choices(self, vector: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """The greedy (argmax) model of `vector` for each question."""
+        features = self.features if rows is None else self.features[rows]
+        weights = self.model_weights(vector[None])[0]
+        result: np.ndarray = (features @ weights.T).argmax(axis=1)
+        return result
+
+    def rewards(
+        self,
+        vectors: np.ndarray,
+        rows: np.ndarray,
+        reward: Reward = "recorded",
+        rng: np.random.Generator | None = None,
+    ) -> np.ndarray:
+        """Mean reward of each candidate's greedy choices on `rows`."""
+        logits = np.einsum("nd,pmd->pnm", self.features[rows], self.model_weights(vectors))
+        chosen = logits.argmax(axis=2)
+        values = self.scores[rows][np.arange(len(rows))[None, :], chosen]
+        if reward == "draw":
+            values = (rng or np.random.default_rng(0)).random(values.shape) < values
+        result: np.ndarray = values.mean(axis=1)
+        return result
+
+    def balanced_rows(self, size: int, rng: np.random.Generator) -> np.ndarray:
+        """`size` questions, the same number from each dataset (the mix does not move rewards)."""
+        names = np.unique(self.datasets)
+        share = max(size // len(names), 1)
+        picked = [
+            rng.choice(np.flatnonzero(self.datasets == name), share, replace=True) for name in names
+        ]
+        return np.concatenate(picked)
+
+
+@dataclass(frozen=True)
+class RecordedConfig:
+    optimizer: str = "es"
+    rollouts: int = 2_000_000
+    """Budget: questions answered by candidates, summed over the run."""
+    popsize: int = 32
+    minibatch: int = 250
+    sigma0: float = 0.1
+    learning_rate: float = 0.01
+    l2: float = 1e-3
+    """Imitation's weight decay (per weight, on the mean cross-entropy)."""
+    reward: Reward = "recorded"
+    seed: int = 0
+
+
+@dataclass
+class RecordedRun:
+    vector: np.ndarray
+    history: list[dict[str, float]] = field(default_factory=list)
+    rollouts: int = 0
+
+
+Progress = Callable[[RecordedRun], None]
+
+
+def imitation(
+    problem: RoutingProblem, l2: float = 1e-3, init: np.ndarray | None = None
+) -> np.ndarray:
+    """Cross-entropy of the model softmax to the per-question-best models (ties share the label)."""
+    best = problem.scores == problem.scores.max(axis=1, keepdims=True)
+    targets = best / best.sum(axis=1, keepdims=True)
+    n, dim = problem.features.shape
+    m = problem.n_models
+
+    def loss(flat: np.ndarray) -> tuple[float, np.ndarray]:
+        weights = flat.reshape(m, dim)
+        logits = problem.features @ weights.T
+        logits -= logits.max(axis=1, keepdims=True)
+        log_p = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+        value = -(targets * log_p).sum() / n + 0.5 * l2 * float(flat @ flat)
+        gradient = (np.exp(log_p) - targets).T @ problem.features / n + l2 * weights
+        return float(value), gradient.reshape(-1)
+
+    start = np.zeros(m * dim) if init is None else problem.model_weights(init[None])[0].reshape(-1)
+    solution = minimize(loss, start, jac=True, method="L-BFGS-B", options={"maxiter": 500})
+    vector = np.zeros((m + len(ROLES), dim))
+    vector[:m] = solution.x.reshape(m, dim)
+    return vector.reshape(-1)
+
+
+def train_recorded(
+    problem: RoutingProblem,
+    config: RecordedConfig,
+    *,
+    init: np.ndarray | None = None,
+    on_step: Progress | None = None,
+) -> RecordedRun:
+    """Run `config.optimizer` within `config.rollouts`; `init` warm-starts (e.g. imitation)."""
+    start = np.zeros(problem.n_params) if init is None else np.asarray(init, dtype=float)
+    if config.optimizer == "imitation":
+        return RecordedRun(imitation(problem, config.l2, init))
+    steps = {"es": _sep_cma_es, "reinforce": _reinforce, "random": _random_search}
+    if config.optimizer not in steps:
+        raise ValueError(f"unknown optimizer {config.optimizer!r}; one of {', '.join(OPTIMIZERS)}")
+    return steps[config.optimizer](problem, config, start, on_step)
+
+
+def _record(run: RecordedRun, rewards: np.ndarray, spent: int, on_step: Progress | None) -> None:
+    run.rollouts += spent
+    run.history.append(
+        {
+            "step": float(len(run.history) + 1),
+            "rollouts": float(run.rollouts),
+            "population_mean": float(rewards.mean()),
+            "population_best": float(rewards.max()),
+        }
+    )
+    if on_step is not None:
+        on_step(run)
+
+
+def _sep_cma_es(
+    problem: RoutingProblem, config: RecordedConfig, start: np.ndarray, on_step: Progress | None
+) -> RecordedRun:
+    rng = np.random.default_rng(config.seed)
+    optimizer = SepCMA(
+        mean=start, sigma=config.sigma0, population_size=config.popsize, seed=config.seed
+    )
+    run = RecordedRun(start.copy())
+    while run.rollouts + config.popsize * config.minibatch <= config.rollouts:
+        rows = problem.balanced_rows(config.minibatch, rng)
+        candidates = np.stack([optimizer.ask() for _ in range(config.popsize)])
+        rewards = problem.rewards(candidates, rows, config.reward, rng)
+        optimizer.tell([(c, -float(r)) for c, r in zip(candidates, rewards, strict=True)])
+        run.vector = np.array(optimizer.mean)
+        _record(run, rewards, len(candidates) * len(rows), on_step)
+    return run
+
+
+def _reinforce(
+    problem: RoutingProblem, config: RecordedConfig, start: np.ndarray, on_step: Progress | None
+) -> RecordedRun:
+    """Sampled choices from the model softmax; per question, one rollout; Adam on the ascent."""
+    rng = np.random.default_rng(config.seed)
+    vector = start.copy()
+    moment, second = np.zeros_like(vector), np.zeros_like(vector)
+    run = RecordedRun(vector.copy())
+    batch = config.popsize * config.minibatch
+    step = 0
+    while run.rollouts + batch <= config.rollouts:
+        step += 1
+        rows = problem.balanced_rows(batch, rng)
+        features = problem.features[rows]
+        weights = problem.model_weights(vector[None])[0]
+        logits = features @ weights.T
+        p = np.exp(logits - logits.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        chosen = (p.cumsum(axis=1) > rng.random((len(rows), 1))).argmax(axis=1)
+        values = problem.scores[rows, chosen]
+        if config.reward == "draw":
+            values = (rng.random(len(values)) < values).astype(float)
+        advantage = values - values.mean()
+        indicator = np.zeros_like(p)
+        indicator[np.arange(len(rows)), chosen] = 1.0
+        gradient = np.zeros((problem.n_models + len(ROLES), features.shape[1]))
+        gradient[: problem.n_models] = ((indicator - p) * advantage[:, None]).T @ features
+        gradient = gradient.reshape(-1) / len(rows)
+        moment = 0.9 * moment + 0.1 * gradient
+        second = 0.999 * second + 0.001 * gradient**2
+        vector += (
+            config.learning_rate
+            * (moment / (1 - 0.9**step))
+            / (np.sqrt(second / (1 - 0.999**step)) + 1e-8)
+        )
+        run.vector = vector.copy()
+        _record(run, values, len(rows), on_step)
+    return run
+
+
+def _random_search(
+    problem: RoutingProblem, config: RecordedConfig, start: np.ndarray, on_step: Progress | None
+) -> RecordedRun:
+    """The paper's: candidates uniform in [-0.5, 0.5]^n, the best seen kept (and `start`, when
+    it wins on the same minibatch)."""
+    rng = np.random.default_rng(config.seed)
+    run = RecordedRun(start.copy())
+    best_reward = -1.0
+    while run.rollouts + config.popsize * config.minibatch <= config.rollouts:
+        rows = problem.balanced_rows(config.minibatch, rng)
+        candidates = rng.uniform(-0.5, 0.5, (config.popsize, problem.n_params))
+        candidates[0] = run.vector
+        rewards = problem.rewards(candidates, rows, config.reward, rng)
+        index = int(np.argmax(rewards))
+        if index != 0 and rewards[index] > best_reward:
+            run.vector, best_reward = candidates[index].copy(), float(rewards[index])
+        _record(run, rewards, len(candidates) * len(rows), on_step)
+    return run

@@ -1,0 +1,118 @@
+"""`consortium train router`: the TRINITY head trained for single-turn routing on recorded
+outcomes: encode the training questions once (cached), fit the standardizer, optionally warm-start
+by imitation, run an optimizer in process (`train.recorded`), save a policy that `eval`, `ask` and
+`serve` load like any trained TRINITY policy."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from consortium.coord.trinity.encoder import CachedEncoder, StandardizedEncoder, Standardizer
+from consortium.coord.trinity.policy import HeadSetup, save_policy
+from consortium.errors import ConfigError
+from consortium.tasks.base import Task
+from consortium.train.recorded import (
+    RecordedConfig,
+    RecordedRun,
+    RoutingProblem,
+    imitation,
+    train_recorded,
+)
+from consortium.train.rollouts import write_curve
+
+
+def recorded_scores(tasks: Sequence[Task], models: Sequence[str]) -> np.ndarray:
+    """(n_tasks, n_models): each recorded model's score on each task (replay task sets carry it
+    as `meta["p_correct"]`: the fraction of correct samples, or 1/0 for multiple choice)."""
+    rows = []
+    for task in tasks:
+        recorded = task.meta.get("p_correct")
+        if not isinstance(recorded, dict):
+            raise ConfigError(
+                f"task {task.id} carries no recorded outcomes: routing on recorded outcomes "
+                "needs a replay task set (replay:data=DIR:...)"
+            )
+        missing = [m for m in models if m not in recorded]
+        if missing:
+            raise ConfigError(f"task {task.id} has no recorded outcome of {missing[0]}")
+        rows.append([float(recorded[m]) for m in models])
+    return np.array(rows, dtype=np.float64).reshape(len(tasks), len(models))
+
+
+def encode_all(
+    encoder: CachedEncoder,
+    texts: Sequence[str],
+    on_encoded: Callable[[int], None] | None = None,
+    chunk: int = 256,
+) -> np.ndarray:
+    """Features of `texts` in chunks (each cached as it completes, so an interrupted extraction
+    resumes where it stopped), reporting each chunk's size."""
+    parts = []
+    for start in range(0, len(texts), chunk):
+        parts.append(encoder.encode(list(texts[start : start + chunk])))
+        if on_encoded is not None:
+            on_encoded(len(parts[-1]))
+    return np.concatenate(parts) if parts else np.zeros((0, encoder.dim), np.float32)
+
+
+@dataclass(frozen=True)
+class RouterTraining:
+    """What `train_router` does, all of it recorded in the policy's metadata."""
+
+    optimizer: RecordedConfig
+    warm_start: str = "imitation"
+    """"imitation" (the paper's SFT baseline first, then the optimizer) or "none"."""
+    components: int | None = None
+    """Project the standardized feature on this many principal axes; None: the full feature."""
+    constant: bool = True
+    """Append a constant feature, so the head can express a default model (a bias)."""
+
+
+def train_router(
+    tasks: Sequence[Task],
+    encoder: CachedEncoder,
+    pool_models: Sequence[str],
+    recorded_models: Sequence[str],
+    out_dir: Path,
+    training: RouterTraining,
+    *,
+    description: str = "",
+    on_encoded: Callable[[int], None] | None = None,
+    on_step: Callable[[RecordedRun], None] | None = None,
+) -> tuple[HeadSetup, RecordedRun]:
+    """Train and save a routing policy into `out_dir`; `pool_models[i]` is the pool's name of
+    the recorded model `recorded_models[i]`."""
+    if training.warm_start not in ("imitation", "none"):
+        raise ConfigError(f"warm start {training.warm_start!r}: imitation or none")
+    scores = recorded_scores(tasks, recorded_models)
+    raw = encode_all(encoder, [t.question for t in tasks], on_encoded)
+    standardizer = Standardizer.fit(raw, training.components, constant=training.constant)
+    setup = HeadSetup(StandardizedEncoder(encoder, standardizer), list(pool_models))
+    problem = RoutingProblem(standardizer.apply(raw), scores, np.array([t.dataset for t in tasks]))
+    init = imitation(problem, training.optimizer.l2) if training.warm_start == "imitation" else None
+    run = train_recorded(problem, training.optimizer, init=init, on_step=on_step)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    meta: dict[str, Any] = {
+        "optimizer": training.optimizer.optimizer,
+        "training": {**asdict(training.optimizer), **_without_optimizer(training)},
+        "rollouts": run.rollouts,
+        "rollouts_in": "process: recorded outcomes (train.recorded), not the replay server",
+        "train_reward": float(problem.rewards(run.vector[None], np.arange(len(tasks)))[0]),
+        "tasks": description,
+    }
+    save_policy(out_dir, run.vector, setup, meta)
+    write_curve(
+        [{"generation": row["step"], **row} for row in run.history],
+        out_dir,
+        f"TRINITY head, {training.optimizer.optimizer} on recorded outcomes",
+    )
+    return setup, run
+
+
+def _without_optimizer(training: RouterTraining) -> dict[str, Any]:
+    return {k: v for k, v in asdict(training).items() if k != "optimizer"}
