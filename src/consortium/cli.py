@@ -1071,9 +1071,26 @@ def train_router(
     ] = 2_000_000,
     popsize: PopsizeOption = 32,
     minibatch: MinibatchOption = 250,
-    sigma0: SigmaOption = 0.05,
+    sigma0: Annotated[
+        float,
+        typer.Option(help="sep-CMA-ES's initial step (small after a warm start; ~0.5 from zeros)."),
+    ] = 0.002,
     learning_rate: Annotated[float, typer.Option(help="REINFORCE's Adam step size.")] = 0.01,
     l2: Annotated[float, typer.Option(help="Imitation's weight decay.")] = 1e-3,
+    question_weight: Annotated[
+        float,
+        typer.Option(
+            help="Imitation target: this share of the per-question-best label, the rest the "
+            "dataset's best model."
+        ),
+    ] = 0.2,
+    validation: Annotated[
+        float,
+        typer.Option(
+            help="Share of training questions that decides whether the optimizer beats the warm "
+            "start (0: keep the optimizer's head)."
+        ),
+    ] = 0.2,
     reward: Annotated[
         str,
         typer.Option(
@@ -1112,15 +1129,19 @@ def train_router(
     from consortium.progress import task_progress
     from consortium.tasks.registry import load_task_set
     from consortium.train.recorded import OPTIMIZERS, RecordedConfig, RecordedRun
-    from consortium.train.routing import RouterTraining
+    from consortium.train.routing import RouterTraining, recorded_scores
     from consortium.train.routing import train_router as run_training
 
     if optimizer not in OPTIMIZERS:
         raise ConsortiumError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}")
     if reward not in ("recorded", "draw"):
         raise ConsortiumError("--reward must be recorded or draw")
+    if warm_start not in ("imitation", "none"):
+        raise ConsortiumError("--warm-start must be imitation or none")
     config = load_pool(pool)
     task_set = load_task_set(tasks)
+    recorded_models = [config.get(name).model for name in config.names]
+    recorded_scores(task_set.tasks, recorded_models)  # no recorded outcomes: fail before encoding
     training = RouterTraining(
         RecordedConfig(
             optimizer=optimizer,
@@ -1130,12 +1151,14 @@ def train_router(
             sigma0=sigma0,
             learning_rate=learning_rate,
             l2=l2,
+            question_weight=question_weight,
             reward=reward,  # type: ignore[arg-type]
             seed=seed,
         ),
         warm_start=warm_start,
         components=components or None,
         constant=constant,
+        validation=validation,
     )
     cache = default_encoder(encoder, features or out / "features.db")
     with task_progress(err_console) as progress:
@@ -1145,20 +1168,26 @@ def train_router(
         def show(run: RecordedRun) -> None:
             progress.update(steps, completed=run.rollouts)
 
-        setup, run = run_training(
+        setup, run, decision = run_training(
             task_set.tasks,
             cache,
             config.names,
-            [config.get(name).model for name in config.names],
+            recorded_models,
             out,
             training,
             description=tasks,
             on_encoded=lambda n: progress.advance(encoding, n),
             on_step=show,
         )
+    if decision:
+        console.print(
+            f"validation ({decision['validation_questions']} held-out questions): warm start "
+            f"{decision['warm_start_reward']:.4f}, {optimizer} {decision['optimizer_reward']:.4f}"
+            f" → kept the {decision['kept']}"
+        )
     console.print(
-        f"policy {out}: {setup.n_params:,} weights, {run.rollouts:,} rollouts, "
-        f"{optimizer} after {warm_start} warm start"
+        f"policy {out}: {setup.n_params:,} weights, {run.rollouts:,} rollouts in the final fit"
+        f" ({optimizer}, warm start: {warm_start})"
     )
 
 

@@ -80,8 +80,33 @@ class RoutingProblem:
         result: np.ndarray = values.mean(axis=1)
         return result
 
+    def balanced_size(self, size: int) -> int:
+        """How many questions `balanced_rows(size)` returns: `size` rounded down to a multiple
+        of the number of datasets, and at least one question per dataset."""
+        n_datasets = len(np.unique(self.datasets))
+        return max(size // n_datasets, 1) * n_datasets
+
+    def subset(self, rows: np.ndarray) -> RoutingProblem:
+        return RoutingProblem(self.features[rows], self.scores[rows], self.datasets[rows])
+
+    def balanced_reward(self, vector: np.ndarray) -> float:
+        """Mean over datasets of the mean recorded score of the greedy choices."""
+        values = self.scores[np.arange(len(self.scores)), self.choices(vector)]
+        return float(np.mean([values[self.datasets == d].mean() for d in np.unique(self.datasets)]))
+
+    def split(self, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """(fit rows, validation rows): `fraction` of each dataset held out, seeded."""
+        rng = np.random.default_rng(seed)
+        held: list[np.ndarray] = []
+        for name in np.unique(self.datasets):
+            rows = rng.permutation(np.flatnonzero(self.datasets == name))
+            held.append(rows[: round(fraction * len(rows))])
+        validation = np.sort(np.concatenate(held))
+        return np.setdiff1d(np.arange(len(self.datasets)), validation), validation
+
     def balanced_rows(self, size: int, rng: np.random.Generator) -> np.ndarray:
-        """`size` questions, the same number from each dataset (the mix does not move rewards)."""
+        """`balanced_size(size)` questions, the same number from each dataset (the mix does not
+        move rewards)."""
         names = np.unique(self.datasets)
         share = max(size // len(names), 1)
         picked = [
@@ -97,10 +122,14 @@ class RecordedConfig:
     """Budget: questions answered by candidates, summed over the run."""
     popsize: int = 32
     minibatch: int = 250
-    sigma0: float = 0.1
+    sigma0: float = 0.002
+    """sep-CMA-ES's initial step; small by default, as it starts from an imitation warm start
+    (from zeros, something like 0.5)."""
     learning_rate: float = 0.01
     l2: float = 1e-3
     """Imitation's weight decay (per weight, on the mean cross-entropy)."""
+    question_weight: float = 0.2
+    """Imitation's share of the per-question-best label (the rest: the dataset's best model)."""
     reward: Reward = "recorded"
     seed: int = 0
 
@@ -116,12 +145,32 @@ Progress = Callable[[RecordedRun], None]
 
 
 def imitation(
-    problem: RoutingProblem, l2: float = 1e-3, init: np.ndarray | None = None
+    problem: RoutingProblem,
+    l2: float = 1e-3,
+    init: np.ndarray | None = None,
+    *,
+    question_weight: float = 0.2,
 ) -> np.ndarray:
-    """Cross-entropy of the model softmax to the per-question-best models (ties share the label)."""
+    """Cross-entropy of the model softmax to imitation targets, each dataset weighing the same
+    (the objective is a mean of dataset means).
+
+    The target of a question mixes its best models (ties share the label; the paper's SFT
+    labels), at `question_weight`, with its dataset's best model on the training split, at the
+    rest. Per-question-best labels alone are mostly noise here (on multiple-choice sets every
+    model that answered right is "best"), and a head that copies them forgets the strong default
+    the dataset prior gives; the mix keeps the default and moves away from it only where the
+    per-question evidence agrees.
+    """
     best = problem.scores == problem.scores.max(axis=1, keepdims=True)
-    targets = best / best.sum(axis=1, keepdims=True)
-    n, dim = problem.features.shape
+    per_question = best / best.sum(axis=1, keepdims=True)
+    names, index, counts = np.unique(problem.datasets, return_inverse=True, return_counts=True)
+    dataset_best = np.stack(
+        [problem.scores[index == i].mean(axis=0).argmax() for i in range(len(names))]
+    )
+    prior = np.eye(problem.n_models)[dataset_best[index]]
+    targets = question_weight * per_question + (1 - question_weight) * prior
+    row_weights = 1.0 / (counts[index] * len(names))
+    dim = problem.features.shape[1]
     m = problem.n_models
 
     def loss(flat: np.ndarray) -> tuple[float, np.ndarray]:
@@ -129,8 +178,9 @@ def imitation(
         logits = problem.features @ weights.T
         logits -= logits.max(axis=1, keepdims=True)
         log_p = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
-        value = -(targets * log_p).sum() / n + 0.5 * l2 * float(flat @ flat)
-        gradient = (np.exp(log_p) - targets).T @ problem.features / n + l2 * weights
+        value = -(row_weights[:, None] * targets * log_p).sum() + 0.5 * l2 * float(flat @ flat)
+        residual = (np.exp(log_p) - targets) * row_weights[:, None]
+        gradient = residual.T @ problem.features + l2 * weights
         return float(value), gradient.reshape(-1)
 
     start = np.zeros(m * dim) if init is None else problem.model_weights(init[None])[0].reshape(-1)
@@ -150,7 +200,9 @@ def train_recorded(
     """Run `config.optimizer` within `config.rollouts`; `init` warm-starts (e.g. imitation)."""
     start = np.zeros(problem.n_params) if init is None else np.asarray(init, dtype=float)
     if config.optimizer == "imitation":
-        return RecordedRun(imitation(problem, config.l2, init))
+        return RecordedRun(
+            imitation(problem, config.l2, init, question_weight=config.question_weight)
+        )
     steps = {"es": _sep_cma_es, "reinforce": _reinforce, "random": _random_search}
     if config.optimizer not in steps:
         raise ValueError(f"unknown optimizer {config.optimizer!r}; one of {', '.join(OPTIMIZERS)}")
@@ -179,7 +231,8 @@ def _sep_cma_es(
         mean=start, sigma=config.sigma0, population_size=config.popsize, seed=config.seed
     )
     run = RecordedRun(start.copy())
-    while run.rollouts + config.popsize * config.minibatch <= config.rollouts:
+    cost = config.popsize * problem.balanced_size(config.minibatch)
+    while run.rollouts + cost <= config.rollouts:
         rows = problem.balanced_rows(config.minibatch, rng)
         candidates = np.stack([optimizer.ask() for _ in range(config.popsize)])
         rewards = problem.rewards(candidates, rows, config.reward, rng)
@@ -199,7 +252,7 @@ def _reinforce(
     run = RecordedRun(vector.copy())
     batch = config.popsize * config.minibatch
     step = 0
-    while run.rollouts + batch <= config.rollouts:
+    while run.rollouts + problem.balanced_size(batch) <= config.rollouts:
         step += 1
         rows = problem.balanced_rows(batch, rng)
         features = problem.features[rows]
@@ -237,7 +290,8 @@ def _random_search(
     rng = np.random.default_rng(config.seed)
     run = RecordedRun(start.copy())
     best_reward = -1.0
-    while run.rollouts + config.popsize * config.minibatch <= config.rollouts:
+    cost = config.popsize * problem.balanced_size(config.minibatch)
+    while run.rollouts + cost <= config.rollouts:
         rows = problem.balanced_rows(config.minibatch, rng)
         candidates = rng.uniform(-0.5, 0.5, (config.popsize, problem.n_params))
         candidates[0] = run.vector

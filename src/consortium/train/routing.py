@@ -71,6 +71,49 @@ class RouterTraining:
     """Project the standardized feature on this many principal axes; None: the full feature."""
     constant: bool = True
     """Append a constant feature, so the head can express a default model (a bias)."""
+    validation: float = 0.2
+    """With a warm start: this share of each dataset's training questions decides whether the
+    optimizer's head beats the warm start's; if not, the warm start alone is kept (0: always
+    keep the optimizer's). The chosen recipe is then refitted on every training question."""
+
+
+def fit_head(
+    problem: RoutingProblem,
+    training: RouterTraining,
+    on_step: Callable[[RecordedRun], None] | None = None,
+) -> tuple[RecordedRun, dict[str, Any]]:
+    """The head's weights by `training`'s recipe, and what validation decided (if it ran)."""
+    config = training.optimizer
+    warm = training.warm_start == "imitation" and config.optimizer != "imitation"
+
+    def start(rows: RoutingProblem) -> np.ndarray | None:
+        if not warm:
+            return None
+        return imitation(rows, config.l2, question_weight=config.question_weight)
+
+    decision: dict[str, Any] = {}
+    if warm and training.validation > 0:
+        fit_rows, held_rows = problem.split(training.validation, config.seed)
+        fit, held = problem.subset(fit_rows), problem.subset(held_rows)
+        warm_vector = start(fit)
+        assert warm_vector is not None
+        tuned = train_recorded(fit, config, init=warm_vector)
+        decision = {
+            "validation_questions": len(held_rows),
+            "validation_rollouts": tuned.rollouts,
+            "warm_start_reward": held.balanced_reward(warm_vector),
+            "optimizer_reward": held.balanced_reward(tuned.vector),
+        }
+        decision["kept"] = (
+            config.optimizer
+            if decision["optimizer_reward"] > decision["warm_start_reward"]
+            else "warm start"
+        )
+        if decision["kept"] == "warm start":
+            kept = start(problem)  # warm is true in this branch: never None
+            assert kept is not None
+            return RecordedRun(kept), decision
+    return train_recorded(problem, config, init=start(problem), on_step=on_step), decision
 
 
 def train_router(
@@ -84,9 +127,10 @@ def train_router(
     description: str = "",
     on_encoded: Callable[[int], None] | None = None,
     on_step: Callable[[RecordedRun], None] | None = None,
-) -> tuple[HeadSetup, RecordedRun]:
+) -> tuple[HeadSetup, RecordedRun, dict[str, Any]]:
     """Train and save a routing policy into `out_dir`; `pool_models[i]` is the pool's name of
-    the recorded model `recorded_models[i]`."""
+    the recorded model `recorded_models[i]`. Returns the setup, the final run and what
+    validation decided (see `fit_head`)."""
     if training.warm_start not in ("imitation", "none"):
         raise ConfigError(f"warm start {training.warm_start!r}: imitation or none")
     scores = recorded_scores(tasks, recorded_models)
@@ -94,13 +138,13 @@ def train_router(
     standardizer = Standardizer.fit(raw, training.components, constant=training.constant)
     setup = HeadSetup(StandardizedEncoder(encoder, standardizer), list(pool_models))
     problem = RoutingProblem(standardizer.apply(raw), scores, np.array([t.dataset for t in tasks]))
-    init = imitation(problem, training.optimizer.l2) if training.warm_start == "imitation" else None
-    run = train_recorded(problem, training.optimizer, init=init, on_step=on_step)
+    run, decision = fit_head(problem, training, on_step)
     out_dir.mkdir(parents=True, exist_ok=True)
     meta: dict[str, Any] = {
         "optimizer": training.optimizer.optimizer,
         "training": {**asdict(training.optimizer), **_without_optimizer(training)},
         "rollouts": run.rollouts,
+        "validation": decision,
         "rollouts_in": "process: recorded outcomes (train.recorded), not the replay server",
         "train_reward": float(problem.rewards(run.vector[None], np.arange(len(tasks)))[0]),
         "tasks": description,
@@ -111,7 +155,7 @@ def train_router(
         out_dir,
         f"TRINITY head, {training.optimizer.optimizer} on recorded outcomes",
     )
-    return setup, run
+    return setup, run, decision
 
 
 def _without_optimizer(training: RouterTraining) -> dict[str, Any]:
