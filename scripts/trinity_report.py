@@ -13,8 +13,8 @@ per-dataset best, oracle) with paired bootstrap intervals. Writes OUT/trinity-ev
 
 `make compare`: the optimizer table at the paper's head size (SmolLM2-135M-Instruct's 576-d state
 plus the constant: 10 x 577 = 5,770 weights): sep-CMA-ES, REINFORCE, random search and imitation at
-equal rollout budgets, 3 seeds, both rewards; and the encoder comparison (MiniLM vs SmolLM2). On a
-seeded sample of the test sets (SmolLM2 takes ~0.4 s per question on 2 cores). Writes
+equal rollout budgets, 3 seeds, both rewards; and the encoder comparison (MiniLM vs SmolLM2). On
+seeded samples of the train and test sets (SmolLM2 takes ~0.4 s per question on 2 cores). Writes
 OUT/optimizers.{md,json}.
 """
 
@@ -138,8 +138,12 @@ class Variants:
         ]
 
 
-def load_tasks(data: ReplayData, limit: int, seed: int) -> tuple[list[Task], list[Task]]:
-    train = load_replay_tasks(data, datasets=ID_DATASETS, split="train").tasks
+def load_tasks(
+    data: ReplayData, limit: int, seed: int, train_limit: int = 0
+) -> tuple[list[Task], list[Task]]:
+    train = load_replay_tasks(
+        data, datasets=ID_DATASETS, split="train", limit=train_limit or None, seed=seed
+    ).tasks
     test = load_replay_tasks(
         data,
         datasets=[*ID_DATASETS, *OOD_DATASETS],
@@ -280,7 +284,7 @@ def compare_report(args: argparse.Namespace) -> None:
     out = Path(args.out)
     data = load_replay(args.data, sources=["split2"])
     models = data.models["split2"]
-    train, test = load_tasks(data, args.compare_test_limit, args.seed)
+    train, test = load_tasks(data, args.compare_test_limit, args.seed, args.compare_train_limit)
     encoded: dict[str, Variants] = {}
     for encoder in (MINILM, SMOLLM2_NAME):
         cache = default_encoder(encoder, Path(args.policy) / "features.db")
@@ -336,13 +340,16 @@ def compare_report(args: argparse.Namespace) -> None:
     datasets = list(dict.fromkeys(t.dataset for t in test))
     encoder_rows = with_cis(encoder_rows, anchors[0], anchors[1]) + anchors
     pool = data.description("split2")
-    sample = f"{args.compare_test_limit} test questions per dataset (seed {args.seed})"
+    sample = (
+        f"{args.compare_test_limit} test questions per dataset (seed {args.seed}); trained on "
+        f"{args.compare_train_limit or 'all'} train questions per ID dataset"
+    )
     text = "\n".join(
         [
             "# Optimizers and encoders for the TRINITY router, RouterDC protocol",
             "",
             f"Made by `python scripts/trinity_report.py {' '.join(sys.argv[1:])}`. Pool: {pool}. "
-            f"Trained on every ID train question; scored on {sample}. Head: SmolLM2-135M-"
+            f"Scored on {sample}. Head: SmolLM2-135M-"
             "Instruct's final hidden state at position −2 (576-d) plus the constant feature, "
             "7 model rows and 3 role rows. Budget: rollouts = questions answered by candidates. "
             f"{args.seeds} seeds; mean ± sd of the test-sample means.",
@@ -393,7 +400,10 @@ def main() -> None:
     parser.add_argument("--test-limit", type=int, default=0, help="per dataset (0: full sets)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--compare", action="store_true", help="optimizers and encoders instead")
-    parser.add_argument("--compare-test-limit", type=int, default=300)
+    parser.add_argument("--compare-test-limit", type=int, default=150)
+    parser.add_argument(
+        "--compare-train-limit", type=int, default=400, help="per dataset (0: every question)"
+    )
     parser.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args()
     Path(args.out).mkdir(parents=True, exist_ok=True)
