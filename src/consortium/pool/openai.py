@@ -3,6 +3,7 @@
 Retries with exponential backoff and jitter on 408/409/429/5xx and connection errors, honouring
 `Retry-After`, are the `openai` SDK's own (`max_retries`); this class adds the per-model concurrency
 limit, the timeout from the pool file and the translation of failures into `AgentError`.
+`chat(…, on_delta=f)` streams: `f` receives each piece of text as the endpoint sends it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import asyncio
 import json
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import openai
@@ -19,6 +20,7 @@ import openai
 from consortium.config import ModelConfig
 from consortium.errors import AgentError
 from consortium.pool.breaker import CircuitBreaker
+from consortium.tokens import estimate_tokens
 from consortium.types import Completion, Message, Usage
 
 
@@ -74,14 +76,14 @@ class OpenAIAgent:
 
     async def _chat_once(self, messages: Sequence[Message], **params: Any) -> Completion:
         params.setdefault("max_tokens", self.config.max_tokens)
+        on_delta: Callable[[str], None] | None = params.pop("on_delta", None)
         async with self._limit:
             started = time.perf_counter()
             try:
-                response = await self._client.chat.completions.create(
-                    model=self.config.model,
-                    messages=list(messages),  # type: ignore[arg-type]
-                    **params,
-                )
+                if on_delta is None:
+                    text, usage, finish = await self._complete(messages, params)
+                else:
+                    text, usage, finish = await self._stream(messages, params, on_delta)
             except openai.APITimeoutError:
                 raise AgentError(
                     self.name,
@@ -100,17 +102,52 @@ class OpenAIAgent:
                     status=error.status_code,
                 ) from None
             latency = time.perf_counter() - started
+        return Completion(text, self.name, usage, latency, finish)
+
+    async def _complete(
+        self, messages: Sequence[Message], params: dict[str, Any]
+    ) -> tuple[str, Usage, str | None]:
+        response = await self._client.chat.completions.create(
+            model=self.config.model,
+            messages=list(messages),  # type: ignore[arg-type]
+            **params,
+        )
         if not response.choices:
             raise _BrokenResponse("the endpoint returned no choices")
         choice = response.choices[0]
         usage = response.usage
-        return Completion(
-            text=choice.message.content or "",
-            model=self.name,
-            usage=Usage(usage.prompt_tokens, usage.completion_tokens) if usage else Usage(),
-            latency=latency,
-            finish_reason=choice.finish_reason,
+        reported = Usage(usage.prompt_tokens, usage.completion_tokens) if usage else Usage()
+        return choice.message.content or "", reported, choice.finish_reason
+
+    async def _stream(
+        self, messages: Sequence[Message], params: dict[str, Any], on_delta: Callable[[str], None]
+    ) -> tuple[str, Usage, str | None]:
+        """Tokens reach `on_delta` as the endpoint sends them; the usage comes from the final
+        chunk where the endpoint sends one (`include_usage`), else it is estimated."""
+        stream = await self._client.chat.completions.create(  # type: ignore[call-overload]
+            model=self.config.model,
+            messages=list(messages),
+            stream=True,
+            stream_options={"include_usage": True},
+            **params,
         )
+        pieces: list[str] = []
+        chunks_with_text = 0
+        usage: Usage | None = None
+        finish: str | None = None
+        async for chunk in stream:
+            if chunk.usage is not None:
+                usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+            for choice in chunk.choices[:1]:
+                if choice.delta.content:
+                    pieces.append(choice.delta.content)
+                    chunks_with_text += 1
+                    on_delta(choice.delta.content)
+                finish = choice.finish_reason or finish
+        if usage is None:
+            prompt = sum(estimate_tokens(str(m["content"])) for m in messages)
+            usage = Usage(prompt, chunks_with_text, estimated=True)
+        return "".join(pieces), usage, finish
 
     async def aclose(self) -> None:
         await self._client.close()

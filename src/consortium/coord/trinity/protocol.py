@@ -45,13 +45,18 @@ _VERDICT = re.compile(r"VERDICT\s*[:=]?\s*[\*_`\"']*\s*(ACCEPT|REVISE)\b", re.IG
 _BARE = re.compile(r"^\s*[\*_`\"']*\s*(ACCEPT|REVISE)\b", re.IGNORECASE)
 
 
-def parse_verdict(text: str) -> str:
-    """ACCEPT or REVISE; anything unparseable counts as REVISE."""
+def find_verdict(text: str) -> str | None:
+    """ACCEPT or REVISE as the reply states it; None when it states neither."""
     found = _VERDICT.findall(text)
     if found:
         return str(found[-1]).upper()
     bare = _BARE.match(text)
-    return bare.group(1).upper() if bare else "REVISE"
+    return bare.group(1).upper() if bare else None
+
+
+def parse_verdict(text: str) -> str:
+    """ACCEPT or REVISE; anything unparseable counts as REVISE."""
+    return find_verdict(text) or "REVISE"
 
 
 @dataclass

