@@ -6,7 +6,7 @@ REPLAY_DATA ?= ../shared/data/routerdc
 BENCHMARKS ?= ../shared/data/benchmarks
 DEMO_ARGS ?=
 
-.PHONY: install demo test lint bench train compare evolve reliability clean
+.PHONY: install demo test lint bench train compare evolve reliability real real-pool real-pool-stop clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,15 @@ train: install
 
 compare: install
 	HF_HUB_OFFLINE=1 $(BIN)/python scripts/trinity_report.py --data $(REPLAY_DATA) --compare
+
+real-pool: install
+	$(BIN)/consortium local start --pool local-pool.toml
+
+real-pool-stop: install
+	$(BIN)/consortium local stop
+
+real: install
+	HF_HUB_OFFLINE=1 $(BIN)/python scripts/real_report.py --benchmarks $(BENCHMARKS)
 
 evolve: install
 	$(BIN)/python scripts/evolve_report.py --data $(REPLAY_DATA)

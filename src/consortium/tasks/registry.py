@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from consortium.errors import TaskSpecError
 from consortium.replay.data import SOURCES, load_replay
+from consortium.tasks.arithmetic import arithmetic_tasks
 from consortium.tasks.base import Grader, Task
 from consortium.tasks.choice import ChoiceGrader
 from consortium.tasks.code import CodeGrader
@@ -49,10 +50,17 @@ def _benchmark(spec: TaskSpec) -> TaskSet:
 
 
 def load_task_set(text: str) -> TaskSet:
-    """`replay:…` for recorded outcomes, or a benchmark: gsm8k, math, humaneval, mbpp, mc."""
+    """`replay:…` for recorded outcomes, `arithmetic:n=100:seed=0` for generated questions, or a
+    benchmark file: gsm8k, math, humaneval, mbpp, mc."""
     spec = parse_spec(text)
     if spec.name in FORMATS:
         return _benchmark(spec)
+    if spec.name == "arithmetic":
+        spec.check_keys({"n", "seed"})
+        n, seed = spec.get_int("n", 100) or 100, spec.get_int("seed", 0) or 0
+        return TaskSet(
+            arithmetic_tasks(n, seed), MathGrader(), f"{n} arithmetic questions (seed {seed})"
+        )
     if spec.name == "replay":
         spec.check_keys({"data", "source", "datasets", "split", "limit", "seed"})
         data_dir = spec.get("data") or os.environ.get(REPLAY_DATA_ENV)
@@ -73,5 +81,5 @@ def load_task_set(text: str) -> TaskSet:
             seed=spec.get_int("seed", 0) or 0,
         )
         return TaskSet(task_set.tasks, ReplayGrader(), task_set.description)
-    known = ", ".join(["replay", *FORMATS])
+    known = ", ".join(["replay", "arithmetic", *FORMATS])
     raise TaskSpecError(f"--tasks: unknown task set {spec.name!r}; known: {known}")
