@@ -129,6 +129,27 @@ async def test_grpo_trains_a_tiny_conductor_that_then_conducts(
     assert 0 < calls[0]["completion_tokens"] <= 16
 
 
+@pytest.mark.slow
+def test_grpo_takes_the_pinned_gguf_instruct_model_as_base(
+    workers: PoolConfig, replay_data: ReplayData, tmp_path: Path
+) -> None:
+    """`--base-model smollm2-135m`: the GGUF file of the pinned package, dequantized once into a
+    transformers directory, trains with its own chat template (prompts go in as messages)."""
+    tasks = load_replay_tasks(replay_data, datasets=["gsm8k"], split="train", limit=2).tasks
+    settings = GRPOSettings(steps=1, questions_per_step=1, group_size=2, max_completion_length=12)
+    summary = train_conductor("smollm2-135m", workers, tasks, ReplayGrader(), tmp_path, settings)
+    base = tmp_path / "base"
+    assert summary["base_model"] == str(base) and (base / "config.json").exists()
+    assert json.loads((base / "config.json").read_text())["hidden_size"] == 576
+    assert (
+        "chat_template" in (base / "tokenizer_config.json").read_text()
+        or (base / "chat_template.jinja").exists()
+    )
+    (row,) = [json.loads(line) for line in (tmp_path / "rewards.jsonl").read_text().splitlines()]
+    assert row["step"] == 1.0 and 0.0 <= row["reward"] <= 1.0
+    assert (tmp_path / "model" / "model.safetensors").exists()
+
+
 def test_resume_skips_a_half_written_checkpoint(tmp_path: Path) -> None:
     from consortium.train.grpo import last_complete_checkpoint
 

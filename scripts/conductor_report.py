@@ -1,0 +1,184 @@
+"""A real instruct model learns the Conductor's format: `make real-conductor`.
+
+    python scripts/conductor_report.py --benchmarks ../shared/data/benchmarks
+
+SmolLM2-135M-Instruct (the pinned GGUF file, dequantized by transformers) is trained as a
+conductor of the local llama.cpp pool (SmolLM2-135M-Instruct + Gemma 3 270M, started here):
+a supervised warm start on example workflows (TRL's SFTTrainer), then GRPO with the paper's gated
+reward, the workflows run by the real workers on generated two-number arithmetic. The share of
+valid workflows (greedy, held-out GSM8K questions) is measured before and after each stage.
+Writes reports/conductor-smollm2.md and .json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from consortium.smallmodels.files import SMOLLM2
+from consortium.smallmodels.llamacpp import LlamaCppServers, ServerSettings
+from consortium.tasks.registry import load_task_set
+from consortium.train.conductor_stages import (
+    StageCallbacks,
+    StagedSettings,
+    train_conductor_in_stages,
+)
+from consortium.train.grpo import GRPOSettings
+from consortium.train.workflow_sft import WarmStartSettings
+
+POOL_NAME = "llama.cpp server, SmolLM2-135M-Instruct (Q4_1) + Gemma 3 270M (Q4_K_M), 1 thread each"
+
+
+def markdown(summary: dict[str, Any], losses: list[dict[str, float]], command: str) -> str:
+    settings = summary["settings"]
+    grpo, sft = settings["grpo"], settings["warm_start"]
+    lines = [
+        "# SmolLM2-135M-Instruct learns to write workflows",
+        "",
+        f"Made by `{command}`. Workers: {POOL_NAME}; prices 0 (local). The conductor is trained "
+        "with transformers + TRL on this machine's CPU.",
+        "",
+        f"Stages: warm start = {sft['steps']} SFT steps x {sft['batch_size']} example workflows "
+        f"(lr {sft['learning_rate']}); GRPO = {grpo['steps']} steps x "
+        f"{grpo['questions_per_step']} questions x {grpo['group_size']} workflows "
+        f"(lr {grpo['learning_rate']}, ≤ {grpo['max_completion_length']} completion tokens).",
+        "",
+        f"## Valid workflows on {settings['held_out']} held-out GSM8K questions (greedy)",
+        "",
+        "| after | valid | share | invalid, by parser error |",
+        "|---|---|---|---|",
+    ]
+    for stage, row in summary["validity"].items():
+        errors = ", ".join(f"{k} {v}" for k, v in row["errors"].items()) or "—"
+        lines.append(f"| {stage} | {row['valid']}/{row['n']} | {row['rate']:.0%} | {errors} |")
+    if losses:
+        lines += [
+            "",
+            f"Warm-start loss: {losses[0]['loss']:.3f} (step 1) → {losses[-1]['loss']:.3f} "
+            f"(step {int(losses[-1]['step'])}).",
+        ]
+    rewards = summary.get("grpo_log", [])
+    if rewards:
+        lines += [
+            "",
+            "## GRPO per step (rollouts on the real workers)",
+            "",
+            "| step | mean reward | workflows valid | answers right |",
+            "|---|---|---|---|",
+        ]
+        for row in rewards:
+            lines.append(
+                f"| {int(row['step'])} | {row['reward']:.3f} | {row.get('parsed', 0):.0%} | "
+                f"{row.get('right', 0):.0%} |"
+            )
+    seconds = ", ".join(f"{k} {v:.0f} s" for k, v in summary["seconds"].items())
+    measured = sum(r["seconds"] for r in summary["validity"].values())
+    lines += ["", f"Time on 2 cores: {seconds}; validity measurements {measured:.0f} s."]
+    base = summary["validity"].get("base")
+    if base and base["samples"]:
+        lines += ["", "A base-model completion (greedy):", "", "```", base["samples"][0], "```"]
+    last = summary["validity"].get("grpo") or summary["validity"].get("warm start")
+    if last and last["samples"]:
+        lines += ["", "A trained completion (greedy):", "", "```", last["samples"][0], "```"]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--benchmarks", required=True, help="the public benchmark files")
+    parser.add_argument("--out", default="reports")
+    parser.add_argument("--work", default=None, help="training folder (default: a temporary one)")
+    parser.add_argument("--train-questions", type=int, default=200)
+    parser.add_argument("--held-out", type=int, default=50)
+    parser.add_argument("--sft-steps", type=int, default=40)
+    parser.add_argument("--sft-batch", type=int, default=4)
+    parser.add_argument("--sft-lr", type=float, default=5e-5)
+    parser.add_argument("--grpo-steps", type=int, default=8)
+    parser.add_argument("--questions-per-step", type=int, default=2)
+    parser.add_argument("--group-size", type=int, default=4)
+    parser.add_argument("--grpo-lr", type=float, default=5e-6)
+    parser.add_argument("--max-completion", type=int, default=128)
+    parser.add_argument("--worker-max-tokens", type=int, default=128)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    tasks = load_task_set(f"arithmetic:n={args.train_questions}:seed={args.seed + 1}")
+    held_out = load_task_set(
+        f"gsm8k:path={Path(args.benchmarks) / 'gsm8k/test.jsonl'}:limit={args.held_out}"
+        f":seed={args.seed}"
+    )
+    settings = StagedSettings(
+        grpo=GRPOSettings(
+            steps=args.grpo_steps,
+            questions_per_step=args.questions_per_step,
+            group_size=args.group_size,
+            learning_rate=args.grpo_lr,
+            max_completion_length=args.max_completion,
+            save_steps=max(1, args.grpo_steps // 2),
+            seed=args.seed,
+        ),
+        warm_start=WarmStartSettings(
+            steps=args.sft_steps,
+            batch_size=args.sft_batch,
+            learning_rate=args.sft_lr,
+            seed=args.seed,
+        ),
+        held_out=args.held_out,
+    )
+
+    def say(text: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+    hooks = StageCallbacks(
+        on_stage=lambda name, n: say(f"{name}: {n}"),
+        on_sft_log=lambda row: say(f"SFT step {int(row['step'])}: loss {row['loss']:.3f}"),
+        on_grpo_log=lambda row: say(f"GRPO {json.dumps(row)}"),
+    )
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(args.work) if args.work else Path(scratch) / "conductor"
+        servers_dir = Path(scratch) / "servers"
+        with LlamaCppServers(
+            servers_dir, settings=ServerSettings(max_tokens=args.worker_max_tokens)
+        ) as servers:
+            summary = train_conductor_in_stages(
+                SMOLLM2.name,
+                servers.pool(),
+                tasks.tasks,
+                tasks.grader,
+                work,
+                settings,
+                held_out=held_out.tasks,
+                resume=args.work is not None,
+                callbacks=hooks,
+            )
+        rewards_path = work / "rewards.jsonl"
+        summary["grpo_log"] = (
+            [json.loads(line) for line in rewards_path.open() if line.strip()]
+            if rewards_path.exists()
+            else []
+        )
+        loss_path = work / "warm-start" / "loss.jsonl"
+        losses = (
+            [json.loads(line) for line in loss_path.open() if line.strip()]
+            if loss_path.exists()
+            else []
+        )
+    summary["pool"] = POOL_NAME
+    summary["warm_start_loss"] = losses
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    command = "python scripts/conductor_report.py " + " ".join(sys.argv[1:])
+    text = markdown(summary, losses, command)
+    (out / "conductor-smollm2.md").write_text(text)
+    (out / "conductor-smollm2.json").write_text(json.dumps(summary, indent=2))
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""Supervised warm start of a conductor: TRL's `SFTTrainer` on workflows written in the format
+the prompt teaches, before GRPO.
+
+GRPO's reward is gated on the format: a group in which no workflow parses scores 0 everywhere and
+has no advantage to learn from. A small instruct model (SmolLM2-135M) writes no valid workflow
+from the prompt alone, so it first learns the three lists from examples. The targets follow the
+shapes of the prompt's four few-shot examples (one direct answer, plan → solve → check, two
+attempts → a judge who sees both, solve → check) with model numbers drawn from each prompt's own
+worker subset; they teach the format and sensible shapes, not which worker is best — that is
+GRPO's job.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from consortium.errors import ConfigError
+
+ANSWER = "End with 'The answer is …'."
+
+
+@dataclass(frozen=True)
+class Shape:
+    why: str
+    subtasks: tuple[str, ...]
+    access: tuple[str | tuple[int, ...], ...]
+
+
+SHAPES = (
+    Shape(
+        "A direct question: one model is enough.",
+        (f"Answer the question step by step. {ANSWER}",),
+        ((),),
+    ),
+    Shape(
+        "Solve it, then check the solution.",
+        (
+            f"Solve the problem step by step. {ANSWER}",
+            f"Check the solution above. If it is right, restate its answer; if not, fix it. "
+            f"{ANSWER}",
+        ),
+        ((), (0,)),
+    ),
+    Shape(
+        "Plan, solve with the plan, then verify.",
+        (
+            "List the quantities and the steps needed, without computing the result.",
+            f"Follow the plan above and compute the answer. {ANSWER}",
+            f"Verify the computation above step by step and give the final answer. {ANSWER}",
+        ),
+        ((), (0,), (1,)),
+    ),
+    Shape(
+        "Two independent attempts, then a judge who sees both.",
+        (
+            f"Solve the problem. {ANSWER}",
+            f"Solve the problem independently, in another way. {ANSWER}",
+            f"Two solutions are above. Compare them, find any mistake and give the final answer. "
+            f"{ANSWER}",
+        ),
+        ((), (), "all"),
+    ),
+)
+
+
+def example_workflow(n_workers: int, rng: random.Random) -> str:
+    """One target completion: a `<think>` line and three lists over models 0..n_workers-1."""
+    shape = rng.choice(SHAPES)
+    ids = [rng.randrange(n_workers) for _ in shape.subtasks]
+    access = ["all" if a == "all" else list(a) for a in shape.access]
+    return (
+        f"<think>{shape.why}</think>\n"
+        f"model_id = {ids!r}\nsubtasks = {list(shape.subtasks)!r}\naccess_list = {access!r}"
+    )
+
+
+def sft_examples(rows: Sequence[dict[str, Any]], n: int, seed: int) -> list[dict[str, Any]]:
+    """`n` prompt/completion pairs from conductor prompt rows (`training_rows`), cycling over
+    them; conversational when the prompts are message lists."""
+    rng = random.Random(seed)
+    examples = []
+    for index in range(n):
+        row = rows[index % len(rows)]
+        target = example_workflow(len(json.loads(row["workers"])), rng)
+        chat = isinstance(row["prompt"], list)
+        completion: Any = [{"role": "assistant", "content": target}] if chat else " " + target
+        examples.append({"prompt": row["prompt"], "completion": completion})
+    return examples
+
+
+@dataclass
+class WarmStartSettings:
+    steps: int = 0
+    """Optimizer steps of the supervised stage; 0 skips it."""
+    batch_size: int = 4
+    learning_rate: float = 5e-5
+    seed: int = 0
+
+
+def warm_start(
+    base_model: str,
+    rows: Sequence[dict[str, Any]],
+    out_dir: Path,
+    settings: WarmStartSettings,
+    *,
+    on_log: Callable[[dict[str, float]], None] | None = None,
+) -> Path:
+    """Fine-tune `base_model` on `steps x batch_size` example workflows; the model and its
+    tokenizer are saved to `out_dir` (returned), the loss per step to `out_dir/loss.jsonl`."""
+    try:
+        import torch
+        from datasets import Dataset
+        from transformers import AutoTokenizer, TrainerCallback
+        from trl import SFTConfig, SFTTrainer  # type: ignore[attr-defined]
+    except ImportError as error:
+        raise ConfigError(
+            f"the warm start needs pip install 'consortium[coord]' ({error.name} missing)"
+        ) from None
+    if not rows:
+        raise ConfigError("the warm start needs at least one training question")
+    examples = sft_examples(rows, settings.steps * settings.batch_size, settings.seed)
+    tokenizer = AutoTokenizer.from_pretrained(base_model)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log_path = out_dir / "loss.jsonl"
+    log_path.write_text("")
+
+    class LossLog(TrainerCallback):
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **_: Any) -> None:
+            if not logs or "loss" not in logs:
+                return
+            row = {"step": float(state.global_step), "loss": float(logs["loss"])}
+            with log_path.open("a") as handle:
+                handle.write(json.dumps(row) + "\n")
+            if on_log is not None:
+                on_log(row)
+
+    args = SFTConfig(
+        output_dir=str(out_dir / "checkpoints"),
+        max_steps=settings.steps,
+        per_device_train_batch_size=settings.batch_size,
+        learning_rate=settings.learning_rate,
+        lr_scheduler_type="cosine",
+        warmup_steps=0.1,  # a ratio of the total steps
+        logging_steps=1,
+        save_strategy="no",
+        seed=settings.seed,
+        report_to=[],
+        use_cpu=not torch.cuda.is_available(),
+        disable_tqdm=True,
+        completion_only_loss=True,  # learn the workflow, not the prompt
+        max_length=None,  # the prompt (~850 tokens with its examples) must never be cut
+    )
+    trainer = SFTTrainer(
+        model=base_model,
+        processing_class=tokenizer,
+        args=args,
+        train_dataset=Dataset.from_list(examples),
+        callbacks=[LossLog()],
+    )
+    trainer.train()
+    trainer.save_model(str(out_dir))
+    tokenizer.save_pretrained(out_dir)
+    return out_dir

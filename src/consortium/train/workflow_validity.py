@@ -1,0 +1,94 @@
+"""How often a conductor's workflows parse and validate: greedy completions of held-out prompts,
+each checked against its own worker subset by the parser the executor uses."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from consortium.coord.conductor.workflow import WorkflowError, parse_workflow
+from consortium.errors import ConfigError
+from consortium.pool.local import prompt_text
+
+
+@dataclass
+class Validity:
+    n: int
+    valid: int
+    errors: dict[str, int] = field(default_factory=dict)
+    """Invalid completions by the parser's error class (e.g. `WorkflowSyntaxError`)."""
+    samples: list[str] = field(default_factory=list)
+    """The first few completions, as written."""
+    seconds: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        return self.valid / self.n if self.n else 0.0
+
+
+def workflow_validity(
+    model_dir: str | Path,
+    rows: Sequence[dict[str, Any]],
+    *,
+    max_steps: int = 5,
+    max_new_tokens: int = 128,
+    batch_size: int = 10,
+    keep_samples: int = 3,
+    on_batch: Callable[[int], None] | None = None,
+) -> Validity:
+    """Greedy-decode one workflow per prompt row (`training_rows`) with the model in
+    `model_dir` and count those `parse_workflow` accepts for the row's workers."""
+    import time
+
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+    except ImportError as error:
+        raise ConfigError(
+            f"measuring workflows needs pip install 'consortium[coord]' ({error.name} missing)"
+        ) from None
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    started = time.perf_counter()
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir))
+    result = Validity(n=len(rows), valid=0)
+    errors: Counter[str] = Counter()
+    for start in range(0, len(rows), batch_size):
+        batch = rows[start : start + batch_size]
+        texts = [
+            r["prompt"] if isinstance(r["prompt"], str) else prompt_text(tokenizer, r["prompt"])
+            for r in batch
+        ]
+        encoded = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        with torch.no_grad():
+            output = model.generate(
+                input_ids=encoded["input_ids"],
+                attention_mask=encoded["attention_mask"],
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                pad_token_id=tokenizer.pad_token_id,
+            )
+        width = encoded["input_ids"].shape[1]
+        for row, tokens in zip(batch, output, strict=True):
+            text = str(tokenizer.decode(tokens[width:], skip_special_tokens=True))
+            if len(result.samples) < keep_samples:
+                result.samples.append(text)
+            try:
+                parse_workflow(text, json.loads(row["workers"]), max_steps=max_steps)
+            except WorkflowError as error:
+                errors[type(error).__name__] += 1
+            else:
+                result.valid += 1
+        if on_batch is not None:
+            on_batch(len(batch))
+    result.errors = dict(errors)
+    result.seconds = time.perf_counter() - started
+    return result
