@@ -25,6 +25,7 @@ lint: install
 	$(BIN)/mypy
 
 test: lint
+	bash scripts/system-deps.sh
 	CONSORTIUM_REPLAY_DATA=$(REPLAY_DATA) CONSORTIUM_BENCHMARKS=$(BENCHMARKS) $(BIN)/pytest -q
 
 train: install

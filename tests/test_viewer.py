@@ -32,7 +32,10 @@ CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 
 def browser() -> WebDriver:
     if not (CHROMIUM and CHROMEDRIVER):
-        pytest.fail("the viewer test needs Debian's chromium and chromium-driver (see .ci/run)")
+        pytest.fail(
+            "the viewer test needs Debian's chromium and chromium-driver: "
+            "sudo apt-get install chromium chromium-driver (make test does it when run as root)"
+        )
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,1000"):
