@@ -136,6 +136,12 @@ def test_errors_are_one_clear_line(pool_file: Path, tmp_path: Path, replay_dir: 
         "unknown task set 'nosuch'",
     )
     one_line_error(cli("traces", "show", "no-such-run", env=env), "no run 'no-such-run'")
+    # A mistyped policy folder says it is missing and what is there, not the spec grammar.
+    (tmp_path / "policies" / "trinity-replay").mkdir(parents=True)
+    one_line_error(
+        cli("ask", "--pool", str(pool_file), "--policy", str(tmp_path / "policies/trinity"), "hi"),
+        "no such policy directory (in " + str(tmp_path / "policies") + ": trinity-replay)",
+    )
 
 
 def evaluate(pool_file: Path, tmp_path: Path, spec: str, out: str, *options: str) -> dict[str, Any]:

@@ -60,6 +60,10 @@ def test_dump_pool_round_trips(tmp_path: Path) -> None:
         (GOOD.replace('strengths = "cheap"', 'colour = "red"'), "models[0] (fast).colour"),
         (GOOD.replace('name = "strong"', 'name = "fast"'), "model name 'fast' appears twice"),
         ("models = []", "models: List should have at least 1 item"),
+        (
+            GOOD.replace('strengths = "cheap"', 'fallback = "z"'),
+            "pool.toml: model 'fast': fallback 'z' is not a model of this pool",
+        ),
         ("[[models]\nname=", "invalid TOML"),
     ],
 )
@@ -69,6 +73,15 @@ def test_bad_pool_names_the_field(tmp_path: Path, text: str, expected: str) -> N
     message = str(caught.value)
     assert expected in message
     assert "\n" not in message  # one line
+    assert "Value error" not in message and "file:" not in message  # no raw pydantic text
+
+
+def test_the_readmes_pool_file_loads_as_written(tmp_path: Path) -> None:
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    block = readme.split("```toml\n", 1)[1].split("```", 1)[0]
+    pool = load_pool(write(tmp_path, block))
+    assert pool.get("gpt-4o").fallback == "gpt-4o-mini" in pool.names
+    assert pool.get("gpt-4o").api_key_env == "OPENAI_API_KEY"
 
 
 def test_missing_and_non_utf8_files(tmp_path: Path) -> None:

@@ -880,7 +880,7 @@ def serve(
 
     Example:
 
-      consortium serve --pool replay.toml --policy policies/trinity --port 8000
+      consortium serve --pool replay.toml --policy policies/trinity-replay --port 8000
       curl localhost:8000/v1/chat/completions -d '{"model": "consortium", "messages": […]}'
     """
     import os

@@ -127,8 +127,8 @@ def _describe(error: ValidationError, data: dict[str, object]) -> str:
             continue
         else:
             parts.append(str(key))
-    where = ".".join(parts) or "file"
-    return f"{where}: {first['msg']}"
+    message = str(first["msg"]).removeprefix("Value error, ")  # pydantic's prefix for ValueError
+    return f"{'.'.join(parts)}: {message}" if parts else message
 
 
 def parse_pool(data: dict[str, object], source: str = "pool") -> PoolConfig:

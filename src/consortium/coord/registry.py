@@ -36,6 +36,12 @@ def build_coordinator(spec: str | Path, config: PoolConfig, seed: int = 0) -> Co
         for name in coordinator.models:
             config.get(name)  # the policy's models must be in this pool
         return coordinator
+    if "/" in text or text.startswith("."):
+        nearby = sorted(p.name for p in Path(text).parent.glob("*/") if p.is_dir())
+        raise ConsortiumError(
+            f"policy {text!r}: no such policy directory"
+            + (f" (in {Path(text).parent}: {', '.join(nearby)})" if nearby else "")
+        )
     raise ConsortiumError(f"policy {text!r}: expected {POLICY_SPECS}")
 
 
