@@ -103,3 +103,5 @@ def test_train_eval_ask(
     )
     assert asked.returncode == 0, asked.stderr[-2000:]
     assert "The answer is" in asked.stdout and "trinity:policy · 1 call(s)" in asked.stderr
+    for run in (trained, evaluated, asked):  # the encoder loads without transformers' own bars
+        assert "Loading weights" not in run.stderr and "it/s]" not in run.stderr

@@ -15,6 +15,7 @@ from typing import Any
 
 from consortium.config import ModelConfig
 from consortium.errors import AgentError, ConfigError
+from consortium.quiet import quiet_transformers
 from consortium.types import Completion, Message, Usage
 
 
@@ -46,6 +47,7 @@ class LocalAgent:
             raise ConfigError(
                 f"model {self.name!r}: the local backend needs pip install 'consortium[coord]'"
             ) from None
+        quiet_transformers()
         try:
             self._tokenizer = AutoTokenizer.from_pretrained(self.config.model)
             self._model = AutoModelForCausalLM.from_pretrained(self.config.model)

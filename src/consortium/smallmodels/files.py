@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from consortium.errors import ConfigError
+from consortium.quiet import quiet_transformers
 
 INSTALL_HINT = "pip install 'consortium[local]' (see the README's 'Real local models')"
 
@@ -139,12 +140,11 @@ def load_gguf(path: Path) -> tuple[Any, Any]:
     try:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
-        from transformers.utils import logging as hf_logging
     except ImportError:
         raise ConfigError(
             "loading a GGUF file needs pip install 'consortium[coord,local]'"
         ) from None
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    quiet_transformers()
     try:
         # transformers' GGUF reader draws its own tqdm bar, which no setting turns off.
         with contextlib.redirect_stderr(io.StringIO()):

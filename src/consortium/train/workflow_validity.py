@@ -13,6 +13,7 @@ from typing import Any
 from consortium.coord.conductor.workflow import WorkflowError, parse_workflow
 from consortium.errors import ConfigError
 from consortium.pool.local import prompt_text
+from consortium.quiet import quiet_transformers
 
 
 @dataclass
@@ -47,12 +48,11 @@ def workflow_validity(
     try:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
-        from transformers.utils import logging as hf_logging
     except ImportError as error:
         raise ConfigError(
             f"measuring workflows needs pip install 'consortium[coord]' ({error.name} missing)"
         ) from None
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    quiet_transformers()
     started = time.perf_counter()
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     tokenizer.padding_side = "left"

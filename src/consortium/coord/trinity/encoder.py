@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from consortium.errors import ConfigError
+from consortium.quiet import quiet_transformers
 from consortium.smallmodels.files import SMOLLM2, check_file, load_gguf, locate, sha256_of
 
 MINILM_PACKAGE_VERSION = "0.1.0"
@@ -63,6 +64,7 @@ class SentenceEncoder:
         weights = Path(package.get_model_path()) / "model.safetensors"
         if sha256_of(weights) != MINILM_SHA256:
             raise ConfigError(f"{weights}: sha256 differs from the pinned all-MiniLM-L6-v2 weights")
+        quiet_transformers()
         self._model = package.load_model(device=device)
         self.batch_size = batch_size
 
@@ -109,6 +111,7 @@ class CausalLMEncoder:
             raise ConfigError(
                 "CausalLMEncoder needs transformers: pip install 'consortium[coord]'"
             ) from None
+        quiet_transformers()
         try:
             tokenizer = AutoTokenizer.from_pretrained(name_or_path)
             model = AutoModelForCausalLM.from_pretrained(name_or_path).to(device)  # type: ignore[arg-type]

@@ -1,0 +1,11 @@
+"""Silence the progress bars third-party loaders draw on stderr: commands show their own."""
+
+from __future__ import annotations
+
+
+def quiet_transformers() -> None:
+    """transformers draws a "Loading weights" bar each time a model loads (sentence-transformers
+    and GGUF loading included); no environment setting is needed after this call."""
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()  # type: ignore[no-untyped-call]
