@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import tempfile
 import time
@@ -108,6 +109,8 @@ def main() -> None:
     parser.add_argument("--worker-max-tokens", type=int, default=128)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    # A plain `kill` unwinds the `with` blocks, so the llama.cpp servers stop too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     tasks = load_task_set(f"arithmetic:n={args.train_questions}:seed={args.seed + 1}")
     held_out = load_task_set(
         f"gsm8k:path={Path(args.benchmarks) / 'gsm8k/test.jsonl'}:limit={args.held_out}"

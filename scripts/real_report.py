@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import json
 import math
+import signal
 import sys
 import tempfile
 import time
@@ -207,6 +208,8 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    # A plain `kill` unwinds the `with` blocks, so the llama.cpp servers stop too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.perf_counter()
     out = Path(args.out)
     benchmarks = Path(args.benchmarks)

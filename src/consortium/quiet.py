@@ -9,3 +9,10 @@ def quiet_transformers() -> None:
     from transformers.utils import logging
 
     logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+
+
+def quiet_datasets() -> None:
+    """`datasets` draws a bar for every map (TRL tokenizes its training set with one)."""
+    from datasets.utils.logging import disable_progress_bar
+
+    disable_progress_bar()

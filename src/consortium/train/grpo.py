@@ -29,6 +29,7 @@ from consortium.coord.conductor.workflow import WorkflowError, parse_workflow
 from consortium.errors import AgentError, BudgetExceeded, ConfigError
 from consortium.pool import Pool
 from consortium.pool.local import prompt_text
+from consortium.quiet import quiet_datasets, quiet_transformers
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller
 from consortium.runtime.dist import Executor, shards
@@ -305,6 +306,8 @@ def train_conductor(
         ) from None
     out_dir.mkdir(parents=True, exist_ok=True)
     base_model = resolve_base(base_model, out_dir, settings.seed)
+    quiet_transformers()
+    quiet_datasets()
     try:
         tokenizer = AutoTokenizer.from_pretrained(base_model)
     except OSError as error:
@@ -361,6 +364,7 @@ def train_conductor(
         lr_scheduler_type="cosine",
         warmup_steps=0.03,  # a ratio of the total steps
         beta=0.0,
+        gradient_checkpointing=torch.cuda.is_available(),  # on a CPU recomputing costs more
         logging_steps=1,
         save_strategy="steps",
         save_steps=settings.save_steps,

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from consortium.errors import ConfigError
+from consortium.quiet import quiet_datasets, quiet_transformers
 
 ANSWER = "End with 'The answer is …'."
 
@@ -123,6 +124,8 @@ def warm_start(
         ) from None
     if not rows:
         raise ConfigError("the warm start needs at least one training question")
+    quiet_transformers()
+    quiet_datasets()
     examples = sft_examples(rows, settings.steps * settings.batch_size, settings.seed)
     tokenizer = AutoTokenizer.from_pretrained(base_model)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -152,6 +155,7 @@ def warm_start(
         report_to=[],
         use_cpu=not torch.cuda.is_available(),
         disable_tqdm=True,
+        gradient_checkpointing=torch.cuda.is_available(),  # on a CPU recomputing costs more
         completion_only_loss=True,  # learn the workflow, not the prompt
         max_length=None,  # the prompt (~850 tokens with its examples) must never be cut
     )
