@@ -85,10 +85,15 @@ def test_ask_traces_and_export_keep_the_key_out(
     run_id = asked.stderr.split("· run ")[-1].strip()
     listed = cli("traces", "list", env=env)
     assert run_id in listed.stdout, listed.stdout
+    (row,) = [line for line in listed.stdout.splitlines() if run_id in line]
+    assert "0.0000" not in row and "e-" in row  # a sub-cent cost still shows its size
     shown = cli("traces", "show", run_id, env=env)
-    assert "Mistral-7B-v0.1" in shown.stdout
+    assert "Mistral-7B-v0.1" in shown.stdout and "showing" not in shown.stderr
+    cut = cli("traces", "show", run_id, "--limit", "0", env=env)
+    assert "Mistral-7B-v0.1" not in cut.stdout and "showing 0 of 1 calls" in cut.stderr
     export = tmp_path / "calls.jsonl"
-    cli("traces", "export", run_id, "--jsonl", "--out", str(export), env=env)
+    exported = cli("traces", "export", run_id, "--out", str(export), env=env)
+    assert f"wrote 1 call(s) of run {run_id} to {export}" in exported.stderr
     rows = [json.loads(line) for line in export.read_text().splitlines()]
     assert len(rows) == 1 and rows[0]["messages"][0]["content"] == question
     written = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
@@ -153,6 +158,7 @@ def evaluate(pool_file: Path, tmp_path: Path, spec: str, out: str, *options: str
     )
     assert result.returncode == 0, result.stderr
     loaded: dict[str, Any] = json.loads(report.read_text())
+    assert f"run {loaded['run_id']} · its calls: consortium traces show" in result.stderr
     return loaded
 
 

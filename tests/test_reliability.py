@@ -62,7 +62,7 @@ def test_a_planted_key_appears_in_nothing_written(
     assert "cannot reach" in outputs[2].stderr  # the failure is reported …
     listed = cli("traces", "list", env=env)
     for run in json.loads((tmp_path / "e.json").read_text())["run_id"], listed.stdout.split()[0]:
-        cli("traces", "export", run, "--jsonl", "--out", str(tmp_path / f"{run}.jsonl"), env=env)
+        cli("traces", "export", run, "--out", str(tmp_path / f"{run}.jsonl"), env=env)
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert len(written) > 8
     for path in written:  # … and the key is in no file: traces, WAL, reports, exports, state

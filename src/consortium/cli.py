@@ -610,7 +610,11 @@ def evaluate(
                 )
         return collected
 
-    per_policy = asyncio.run(measure())
+    try:
+        per_policy = asyncio.run(measure())
+    except BaseException:
+        store.finish_run(run_id, "failed")  # finished calls stay stored; --resume continues
+        raise
 
     def build_report() -> EvalReport:
         # The routerdc table carries its own oracle, from the recorded outcomes.
@@ -649,6 +653,7 @@ def evaluate(
         markdown.write_text(table)
     if png:
         plot_report(to_json(report), png)
+    err_console.print(f"[dim]run {run_id} · its calls: consortium traces show {run_id}[/dim]")
 
 
 @app.command()
@@ -1485,7 +1490,7 @@ def traces_list(traces: TracesOption = DEFAULT_TRACES) -> None:
             run["status"],
             started,
             str(run["calls"]),
-            f"{run['cost']:.4f}",
+            dollars(run["cost"]),
             (run["pool"] or "")[:60],
         )
     console.print(table)
@@ -1520,9 +1525,10 @@ def traces_show(
         "answer / error",
     ):
         table.add_column(column)
-    for shown, call in enumerate(store.iter_calls(run)):
-        if shown >= limit:
-            break
+    total = 0
+    for total, call in enumerate(store.iter_calls(run), 1):
+        if total > limit:
+            continue  # counted, not shown
         text = call["error"] or (call["response"] or "")
         table.add_row(
             str(call["id"]),
@@ -1532,18 +1538,29 @@ def traces_show(
             call["model"],
             call["role"] or "",
             str((call["prompt_tokens"] or 0) + (call["completion_tokens"] or 0)),
-            f"{call['cost'] or 0:.6f}",
+            dollars(call["cost"] or 0),
             f"{call['latency'] or 0:.3f}",
             call["verdict"] or "",
             text[:80].replace("\n", " "),
         )
     console.print(table)
+    if total > limit:
+        err_console.print(
+            f"showing {limit:,} of {total:,} calls (--limit N shows more; "
+            f"`consortium traces export {run}` writes them all)"
+        )
+
+
+def dollars(cost: float) -> str:
+    """A cost readable at any size: 12.3400, 0.0012, 3.2e-06; 0 for nothing spent."""
+    if cost == 0:
+        return "0"
+    return f"{cost:.4f}" if cost >= 0.001 else f"{cost:.2g}"
 
 
 @traces_app.command("export")
 def traces_export(
     run: Annotated[str, typer.Argument(help="Run id.")],
-    jsonl: Annotated[bool, typer.Option("--jsonl", help="One JSON object per call.")] = True,
     out: Annotated[Path | None, typer.Option(help="File to write (default: stdout).")] = None,
     traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
@@ -1554,13 +1571,17 @@ def traces_export(
     if store.run(run) is None:
         raise ConsortiumError(f"no run {run!r} in {traces}")
     handle = out.open("w", encoding="utf-8") if out else sys.stdout
+    written = 0
     try:
         for call in store.iter_calls(run):
             call["messages"] = json.loads(call["messages"])
             handle.write(json.dumps(call, ensure_ascii=False) + "\n")
+            written += 1
     finally:
         if out:
             handle.close()
+    if out:
+        err_console.print(f"wrote {written:,} call(s) of run {run} to {out}")
 
 
 def main() -> None:
