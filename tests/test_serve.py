@@ -197,6 +197,9 @@ def test_huge_and_undecodable_requests_get_clear_errors(
         answer = httpx.post(url, json=huge, timeout=60)
         assert answer.status_code == 502  # the replay endpoint has no such question: said so
         assert "no recorded outcome" in answer.json()["error"]["message"]
+        # The failed call was made, and the accounting says so.
+        assert answer.headers["x-consortium-calls"] == "1"
+        assert answer.headers["x-consortium-models"] == "Mistral-7B-v0.1"
         garbled = httpx.post(url, content=b"\xff\xfe{not json", timeout=10)
         assert garbled.status_code == 400 and "not valid JSON" in garbled.json()["error"]["message"]
         empty = {"model": "consortium", "messages": [{"role": "user", "content": "   "}]}

@@ -102,7 +102,7 @@ async def run_policy(
                 budget.cost,
                 error,
                 meta,
-                task_caller.made[-1].model if task_caller.made else None,
+                next((c.model for c in reversed(task_caller.made) if not c.failed), None),
             )
             if caller.store is not None:
                 caller.store.record_result(

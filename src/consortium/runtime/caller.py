@@ -46,13 +46,15 @@ class Caller:
 
 @dataclass(frozen=True, slots=True)
 class CallSummary:
-    """One finished call of a task, for whoever answers on the task's behalf (e.g. `serve`)."""
+    """One call of a task, finished or failed, for whoever answers on the task's behalf (e.g.
+    `serve`, whose accounting counts failed calls too)."""
 
     model: str
     role: str
     prompt_tokens: int
     completion_tokens: int
     cost: float
+    failed: bool = False
 
 
 class TaskCaller:
@@ -140,6 +142,7 @@ class TaskCaller:
                 except AgentError as error:
                     self.budget.settle(reservation, 0, 0.0, made=True)
                     record.error = str(error)
+                    self.made.append(CallSummary(model, role, 0, 0, 0.0, failed=True))
                     if self.run.store is not None:
                         self.run.store.record_call(record)
                     raise
