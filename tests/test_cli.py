@@ -55,7 +55,9 @@ def test_help_teaches_the_commands() -> None:
     assert result.returncode == 0
     for command in ("ask", "conduct", "eval", "demo", "replay", "pool", "traces"):
         assert command in result.stdout
-    assert "--write-pool" in cli("replay", "serve", "--help").stdout
+    serve_help = cli("replay", "serve", "--help").stdout
+    assert "--write-pool" in serve_help and "--exit-with-parent" not in serve_help  # internal
+    assert "workflow:vote" in cli("ask", "--help", env={"COLUMNS": "200"}).stdout
 
 
 def test_pool_check(pool_file: Path, replay_data: ReplayData, tmp_path: Path) -> None:

@@ -142,7 +142,10 @@ def replay_serve(
         Path | None, typer.Option(help="Write a pool file for this server's models, then serve.")
     ] = None,
     exit_with_parent: Annotated[
-        bool, typer.Option(help="Stop when the starting process exits (used by the launcher).")
+        bool,
+        typer.Option(
+            help="Stop when the starting process exits (used by the launcher).", hidden=True
+        ),
     ] = False,
     sources: Annotated[
         str,
@@ -262,9 +265,10 @@ def ask(
         str | None, typer.Option(help="Ask this pool model (default: random).")
     ] = None,
     policy: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
-            help="A trained policy directory (from `consortium train trinity --out DIR`)."
+            help="A policy spec: single:NAME, random, workflow:vote|moa|debate|reflect, "
+            "conductor:NAME…, or a trained policy directory (`consortium train trinity --out`)."
         ),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the random router.")] = 0,
