@@ -371,6 +371,9 @@ def train_conductor(
         seed=settings.seed,
         report_to=[],
         use_cpu=not torch.cuda.is_available(),
+        # TRL turns bf16 on by default; on a CPU without bf16 units that autocast runs every
+        # matrix product through a slow reference kernel (about 10x slower than float32).
+        bf16=torch.cuda.is_available() and torch.cuda.is_bf16_supported(),
         disable_tqdm=True,
         shuffle_dataset=False,  # the schedule above is already shuffled, epoch by epoch
         ignore_data_skip=True,  # skipping is done by dropping trained prompts from the schedule

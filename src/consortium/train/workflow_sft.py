@@ -154,6 +154,9 @@ def warm_start(
         seed=settings.seed,
         report_to=[],
         use_cpu=not torch.cuda.is_available(),
+        # TRL turns bf16 on by default; on a CPU without bf16 units that autocast runs every
+        # matrix product through a slow reference kernel (about 10x slower than float32).
+        bf16=torch.cuda.is_available() and torch.cuda.is_bf16_supported(),
         disable_tqdm=True,
         gradient_checkpointing=torch.cuda.is_available(),  # on a CPU recomputing costs more
         completion_only_loss=True,  # learn the workflow, not the prompt
