@@ -94,5 +94,7 @@ def test_demo_matches_the_recorded_data(replay_dir: Path, tmp_path: Path) -> Non
     assert checked == (4 + 7 + 1) * 8 + (11 + 1) * 3
     text = out.read_text()
     assert "replay of recorded outcomes" in text and "oracle (per-question best)" in text
+    assert "Traces: run" not in text  # no run ids: a rerun leaves the committed file unchanged
     output = console.file.getvalue()  # type: ignore[attr-defined]
+    assert all(f"consortium traces show {r.run_id}" in output for r in reports)
     assert "MetaMath-Mistral-7B" in output and "gpt-4-1106-preview" in output

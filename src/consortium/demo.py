@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -193,10 +194,14 @@ def run_demo(
                 )
     for report in reports:
         console.print(to_rich(report, title=report.tasks))
+        console.print(f"[dim]traces: consortium traces show {report.run_id}[/dim]")
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         text = "# Consortium demo\n\nMade by `make demo` (`consortium demo`).\n\n"
-        text += "\n".join(f"## {r.tasks}\n\n{to_markdown(r)}" for r in reports)
+        # No run ids in the file: rerunning the demo rewrites it byte for byte.
+        text += "\n".join(
+            f"## {r.tasks}\n\n{to_markdown(replace(r, run_id=""))}" for r in reports
+        )
         out.write_text(text, encoding="utf-8")
         console.print(f"wrote {out}")
     store.close()
