@@ -6,7 +6,7 @@ REPLAY_DATA ?= ../shared/data/routerdc
 BENCHMARKS ?= ../shared/data/benchmarks
 DEMO_ARGS ?=
 
-.PHONY: install demo test lint bench train compare evolve reliability real real-pool real-pool-stop clean
+.PHONY: install demo test lint bench train compare evolve reliability real real-conductor real-pool real-pool-stop clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,9 @@ real-pool-stop: install
 
 real: install
 	HF_HUB_OFFLINE=1 $(BIN)/python scripts/real_report.py --benchmarks $(BENCHMARKS)
+
+real-conductor: install
+	HF_HUB_OFFLINE=1 $(BIN)/python scripts/conductor_report.py --benchmarks $(BENCHMARKS)
 
 evolve: install
 	$(BIN)/python scripts/evolve_report.py --data $(REPLAY_DATA)

@@ -1261,9 +1261,10 @@ def train_conductor(
     A real instruct model against the local llama.cpp pool (`consortium local start`):
 
       consortium train conductor --pool local-pool.toml --base-model smollm2-135m \\
-        --out runs/smollm2-conductor --tasks arithmetic:n=200:seed=1 --warm-start-steps 40 \\
-        --held-out gsm8k:path=../shared/data/benchmarks/gsm8k --steps 10 \\
-        --questions-per-step 2 --group-size 4 --max-completion 128 --lr 5e-6
+        --out runs/smollm2-conductor --tasks arithmetic:n=200:seed=1 \\
+        --warm-start-steps 16 --warm-start-lr 1e-4 --steps 6 --questions-per-step 2 \\
+        --group-size 4 --max-completion 128 --lr 5e-6 \\
+        --held-out gsm8k:path=../shared/data/benchmarks/gsm8k/test.jsonl:limit=50
 
     Then add the conductor to a pool (backend = "local", model = "OUT/model") and run
     `consortium eval --policy conductor:NAME`.

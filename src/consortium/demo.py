@@ -199,8 +199,9 @@ def run_demo(
         out.parent.mkdir(parents=True, exist_ok=True)
         text = "# Consortium demo\n\nMade by `make demo` (`consortium demo`).\n\n"
         # No run ids in the file: rerunning the demo rewrites it byte for byte.
+        sections = [to_markdown(replace(r, run_id="")) for r in reports]
         text += "\n".join(
-            f"## {r.tasks}\n\n{to_markdown(replace(r, run_id=""))}" for r in reports
+            f"## {r.tasks}\n\n{section}" for r, section in zip(reports, sections, strict=True)
         )
         out.write_text(text, encoding="utf-8")
         console.print(f"wrote {out}")
