@@ -42,8 +42,10 @@ app.add_typer(train_app, name="train")
 app.add_typer(local_app, name="local")
 
 # Piped output is not cut to 80 columns, so tables stay whole in files and logs.
-console = Console(width=None if sys.stdout.isatty() else 160)
-err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+# Not a terminal (a pipe, a log file): 100 columns, the width every table is laid out for.
+# Text lines are never broken by the console (soft wrap): paths and ids stay whole.
+console = Console(width=None if sys.stdout.isatty() else 100, soft_wrap=True)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 100, soft_wrap=True)
 
 TracesOption = Annotated[
     str,
@@ -1486,7 +1488,7 @@ def traces_list(traces: TracesOption = DEFAULT_TRACES) -> None:
     table = Table()
     for column in ("run", "kind", "status", "started", "calls", "cost $"):
         table.add_column(column, no_wrap=True)
-    table.add_column("pool", max_width=60, no_wrap=True)
+    table.add_column("pool", overflow="fold")  # the one column that wraps
     for run in TraceStore(traces).list_runs():
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run["started_at"]))
         table.add_row(
@@ -1496,7 +1498,7 @@ def traces_list(traces: TracesOption = DEFAULT_TRACES) -> None:
             started,
             str(run["calls"]),
             dollars(run["cost"]),
-            (run["pool"] or "")[:60],
+            run["pool"] or "",
         )
     console.print(table)
 
@@ -1516,36 +1518,29 @@ def traces_show(
         raise ConsortiumError(f"no run {run!r} in {traces}")
     console.print(f"run {run} · {header['kind']} · {header['status']} · pool {header['pool']}")
     table = Table()
-    for column in (
-        "#",
-        "policy",
-        "task",
-        "turn",
-        "model",
-        "role",
-        "tokens",
-        "cost $",
-        "latency s",
-        "verdict",
-        "answer / error",
-    ):
-        table.add_column(column)
+    # Numbers never wrap; names fold onto more lines rather than lose characters; the answer
+    # column takes the room that is left.
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("task · policy", overflow="fold", ratio=2)
+    table.add_column("turn", justify="right", no_wrap=True)
+    table.add_column("model · role", overflow="fold", ratio=2)
+    for column in ("tokens", "cost $", "s"):
+        table.add_column(column, justify="right", no_wrap=True)
+    table.add_column("answer / error", overflow="fold", ratio=3, min_width=24)
     total = 0
     for total, call in enumerate(store.iter_calls(run), 1):
         if total > limit:
             continue  # counted, not shown
         text = call["error"] or (call["response"] or "")
+        role = (call["role"] or "") + (f" ({call['verdict']})" if call["verdict"] else "")
         table.add_row(
             str(call["id"]),
-            call["policy"] or "",
-            call["task_id"] or "",
+            f"{call['task_id'] or ''} · {call['policy'] or ''}",
             str(call["turn"]),
-            call["model"],
-            call["role"] or "",
+            f"{call['model']} · {role}",
             str((call["prompt_tokens"] or 0) + (call["completion_tokens"] or 0)),
             dollars(call["cost"] or 0),
-            f"{call['latency'] or 0:.3f}",
-            call["verdict"] or "",
+            f"{call['latency'] or 0:.2f}",
             text[:80].replace("\n", " "),
         )
     console.print(table)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rich.console import Group
 from rich.table import Table
 
 from consortium.evaluate import ORACLE, EvalReport, PolicySummary
@@ -64,16 +65,51 @@ def to_markdown(report: EvalReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_rich(report: EvalReport, title: str = "") -> Table:
-    table = Table(title=title or None, caption=f"pool: {report.pool}", caption_justify="left")
-    for index, name in enumerate(_header(report)):
-        if index == 0:
-            table.add_column(name, no_wrap=True)
-        else:
-            table.add_column(name, justify="right")
-    for summary in report.summaries:
-        table.add_row(*_row(report, summary))
-    return table
+COLUMN_WIDTH = 8
+"""Terminal width of one policy's column: "100.0" plus padding and a border."""
+
+
+def to_rich(report: EvalReport, title: str = "", width: int = 100) -> Group:
+    """Tables that fit `width` columns: the summary per policy (numbered), then the accuracy per
+    dataset with datasets as rows and the policies by number as columns, split over as many
+    tables as the width needs. The Markdown and JSON reports keep the one wide table."""
+    summary = Table(
+        title=title or None,
+        caption=f"means of the per-dataset accuracy in %; calls and tokens per task; "
+        f"pool: {report.pool}",
+        caption_justify="left",
+    )
+    summary.add_column("#", justify="right", no_wrap=True)
+    summary.add_column("policy", overflow="fold", min_width=20)
+    means = list(report.groups)
+    if report.recorded:
+        means.append("recorded")
+    for name in [*means, "calls", "tokens", "cost $", "errors"]:
+        summary.add_column(name, justify="right", no_wrap=True)
+    skipped = len(report.datasets)  # the per-dataset cells go to the second table
+    for number, policy in enumerate(report.summaries, 1):
+        row = _row(report, policy)
+        summary.add_row(str(number), row[0], *row[1 + skipped :])
+    # Datasets as rows, policies by number as columns: as many columns per table as fit.
+    label_width = max(len("dataset"), *(len(d) for d in report.datasets)) + 3
+    per_table = max(1, (width - label_width - 1) // COLUMN_WIDTH)
+    numbers = list(range(1, len(report.summaries) + 1))
+    tables = []
+    for start in range(0, len(numbers), per_table):
+        chunk = numbers[start : start + per_table]
+        table = Table(
+            title="accuracy in % per dataset (columns: the policies' #)" if not start else None
+        )
+        table.add_column("dataset", no_wrap=True)
+        for number in chunk:
+            table.add_column(f"#{number}", justify="right", no_wrap=True)
+        for dataset in report.datasets:
+            table.add_row(
+                dataset,
+                *(percent(report.summaries[n - 1].accuracy.get(dataset)) for n in chunk),
+            )
+        tables.append(table)
+    return Group(summary, *tables)
 
 
 def _entry(report: EvalReport, summary: PolicySummary) -> dict[str, Any]:
