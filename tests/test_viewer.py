@@ -113,3 +113,37 @@ async def test_viewer_pages_in_headless_chromium(
         assert [c.get_attribute("data-model") for c in calls] == [c["model"] for c in recorded]
         assert (recorded[-1]["response"] or "")[:40] in calls[-1].text
         assert driver.find_element(By.ID, "timeline").screenshot_as_png[:4] == b"\x89PNG"
+
+
+async def test_viewer_pages_long_runs_and_answers_404_for_unknown_ones(
+    replay_server: ReplayServerProcess, replay_data: ReplayData, tmp_path: Path
+) -> None:
+    from starlette.testclient import TestClient
+
+    store, run_id = await populated_store(replay_data, replay_server.base_url, tmp_path / "t.db")
+    total = len(list(store.iter_results(run_id)))  # 8 tasks x 2 policies
+    with TestClient(TraceViewer(store, max_tasks=5).app) as client:
+        first = client.get(f"/runs/{run_id}")
+        assert first.status_code == 200 and first.text.count("class='task'") == 5
+        assert f"showing 1–5 of {total}" in first.text and "?page=2" in first.text
+        assert "pooled over all of a policy's tasks" in first.text
+        last_page = -(-total // 5)
+        last = client.get(f"/runs/{run_id}?page={last_page}")
+        shown = total - 5 * (last_page - 1)
+        assert last.text.count("class='task'") == shown and "class='next'" not in last.text
+        assert f"showing {5 * (last_page - 1) + 1}–{total} of {total}" in last.text
+        assert client.get("/runs/no-such-run").status_code == 404
+        assert client.get(f"/runs/{run_id}/tasks/no-such-task").status_code == 404
+
+
+def test_routing_plot_keeps_every_legend_entry() -> None:
+    from consortium.viewer import _routing_png
+
+    def size(pairs: int) -> tuple[int, int]:
+        routing = {d: {f"model-{p} · worker": p + 1 for p in range(pairs)} for d in ("a", "b")}
+        shape = picture(_routing_png({"routing": routing})).shape
+        return shape[0], shape[1]
+
+    few, many = size(3), size(54)  # 18 models x 3 roles
+    assert many[1] > few[1] + 200  # the legend's extra columns are in the image, not cut off
+    assert many[0] >= few[0]

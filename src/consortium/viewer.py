@@ -35,11 +35,12 @@ img{max-width:48%;margin-right:1%}
 """
 
 
-def _page(title: str, body: str) -> HTMLResponse:
+def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(
         f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(title)}</title>"
         f"<style>{STYLE}</style></head><body><p><a href='/'>runs</a></p>"
-        f"<h1>{escape(title)}</h1>{body}</body></html>"
+        f"<h1>{escape(title)}</h1>{body}</body></html>",
+        status_code=status,
     )
 
 
@@ -47,6 +48,19 @@ def _table(header: list[str], rows: list[list[str]], css: str = "") -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table class='{css}'><tr>{head}</tr>{body}</table>"
+
+
+def _pager(base: str, page: int, first: int, shown: int, total: int) -> str:
+    """Which tasks this page shows, with links to the pages before and after."""
+    if total == 0:
+        return ""
+    links = []
+    if page > 1:
+        links.append(f"<a class='prev' href='{base}?page={page - 1}'>previous</a>")
+    if first + shown < total:
+        links.append(f"<a class='next' href='{base}?page={page + 1}'>next</a>")
+    where = f"showing {first + 1 if shown else 0}–{first + shown} of {total}"
+    return f"<p class='pager'>{where}{' · ' if links else ''}{' · '.join(links)}</p>"
 
 
 def run_summary(store: TraceStore, run_id: str) -> dict[str, Any]:
@@ -108,8 +122,14 @@ class TraceViewer:
         run_id = request.path_params["run_id"]
         run = await asyncio.to_thread(self.store.run, run_id)
         if run is None:
-            return _page("Unknown run", f"<p>No run {escape(run_id)} in this store.</p>")
+            return _page("Unknown run", f"<p>No run {escape(run_id)} in this store.</p>", 404)
         summary = await asyncio.to_thread(run_summary, self.store, run_id)
+        total = len(summary["results"])
+        try:
+            page = max(1, int(request.query_params.get("page", "1")))
+        except ValueError:
+            page = 1
+        first = (page - 1) * self.max_tasks
         policy_rows = [
             [
                 escape(name),
@@ -132,7 +152,7 @@ class TraceViewer:
                 str(r["calls"]),
                 f"{r['cost'] or 0:.6f}",
             ]
-            for r in summary["results"][: self.max_tasks]
+            for r in summary["results"][first : first + self.max_tasks]
         ]
         config = json.loads(run["config"] or "{}")
         base = f"/runs/{quote(run_id)}"
@@ -144,10 +164,13 @@ class TraceViewer:
             + _table(
                 ["policy", "tasks", "accuracy %", "calls/task", "cost $"], policy_rows, "policies"
             )
-            + "<h2>Accuracy and routing</h2>"
+            + "<p class='note'>Accuracy here is pooled over all of a policy's tasks; the tables "
+            "of <code>consortium eval</code> average the per-dataset accuracies, so the two "
+            "differ when datasets differ in size.</p>" + "<h2>Accuracy and routing</h2>"
             f"<img id='accuracy' alt='accuracy per policy' src='{base}/accuracy.png'>"
             f"<img id='routing' alt='routing distribution' src='{base}/routing.png'>"
-            f"<h2>Tasks ({len(summary['results'])})</h2>"
+            f"<h2>Tasks ({total})</h2>"
+            + _pager(base, page, first, len(tasks), total)
             + _table(["task", "policy", "dataset", "grade", "calls", "cost $"], tasks, "tasks")
         )
         return _page(f"Run {run_id}", body)
@@ -160,7 +183,9 @@ class TraceViewer:
             calls = [c for c in calls if c["policy"] == policy]
         if not calls:
             return _page(
-                "Unknown task", f"<p>No calls of {escape(task_id)} in run {escape(run_id)}.</p>"
+                "Unknown task",
+                f"<p>No calls of {escape(task_id)} in run {escape(run_id)}.</p>",
+                404,
             )
         start = min(c["created_at"] - (c["latency"] or 0.0) for c in calls)
         end = max(c["created_at"] for c in calls)
@@ -203,7 +228,8 @@ def _png(figure: Any) -> bytes:
 
     buffer = io.BytesIO()
     figure.tight_layout()
-    figure.savefig(buffer, format="png", dpi=90)
+    # "tight" grows the image to hold a legend placed outside the axes, however long it is.
+    figure.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
     plt.close(figure)
     return buffer.getvalue()
 
@@ -238,7 +264,10 @@ def _routing_png(summary: dict[str, Any]) -> bytes:
     routing: dict[str, dict[str, int]] = summary["routing"] or {"(no calls)": {}}
     datasets = list(routing)
     pairs = sorted({pair for counts in routing.values() for pair in counts})
-    figure, axis = plt.subplots(figsize=(8, 0.8 + 0.5 * len(datasets)))
+    columns = 1 + len(pairs) // 24  # legend entries per column, so 18 models × 3 roles fit
+    height = max(0.8 + 0.5 * len(datasets), 0.6 + 0.22 * min(len(pairs), 24))
+    # The bars keep ~6 inches; each legend column adds its own width.
+    figure, axis = plt.subplots(figsize=(6 + 2.2 * columns, height))
     left = [0.0] * len(datasets)
     for pair in pairs:
         totals = [sum(routing[d].values()) or 1 for d in datasets]
@@ -247,5 +276,5 @@ def _routing_png(summary: dict[str, Any]) -> bytes:
         left = [a + b for a, b in zip(left, share, strict=True)]
     axis.set_xlabel("% of calls (model · role)")
     if pairs:
-        axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), ncol=columns)
     return _png(figure)
