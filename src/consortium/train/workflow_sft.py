@@ -70,12 +70,16 @@ SHAPES = (
 
 
 def example_workflow(n_workers: int, rng: random.Random) -> str:
-    """One target completion: a `<think>` line and three lists over models 0..n_workers-1."""
+    """One target completion: a `<think>` line and three lists over models 0..n_workers-1.
+
+    The `<think>` line states the number of steps first: a small model that has committed to
+    a count keeps the three lists the same length far more often."""
     shape = rng.choice(SHAPES)
     ids = [rng.randrange(n_workers) for _ in shape.subtasks]
     access = ["all" if a == "all" else list(a) for a in shape.access]
+    steps = len(shape.subtasks)
     return (
-        f"<think>{shape.why}</think>\n"
+        f"<think>{steps} step{'s' if steps > 1 else ''}. {shape.why}</think>\n"
         f"model_id = {ids!r}\nsubtasks = {list(shape.subtasks)!r}\naccess_list = {access!r}"
     )
 
