@@ -111,3 +111,29 @@ def test_staged_training_measures_each_stage_and_resumes(
     assert (tmp_path / "warm-start" / "loss.jsonl").stat().st_mtime_ns == loss_written
     assert stages == [("GRPO", 1)]
     assert again["validity"] == summary["validity"]
+
+
+@pytest.mark.slow
+def test_train_conductor_command_reports_each_stage(
+    workers: PoolConfig, replay_dir: Path, tmp_path: Path
+) -> None:
+    from consortium.config import dump_pool
+    from tests.test_cli import cli
+
+    pool = tmp_path / "pool.toml"
+    pool.write_text(dump_pool(workers))
+    spec = f"replay:data={replay_dir}:datasets=mmlu:limit=3"
+    out = tmp_path / "run"
+    result = cli(
+        "train", "conductor", "--pool", str(pool), "--out", str(out), "--base-model", "tiny",
+        "--tasks", f"{spec}:split=train", "--held-out", f"{spec}:split=test", "--held-out-n", "2",
+        "--warm-start-steps", "1", "--steps", "1", "--questions-per-step", "1",
+        "--group-size", "2", "--max-completion", "8",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    stages = json.loads((out / "stages.json").read_text())
+    for stage in ("base", "warm start", "grpo"):
+        row = stages["validity"][stage]
+        assert f"valid workflows ({stage}): {row['valid']}/2" in result.stdout
+    assert f"conductor written to {out / 'model'}" in result.stdout
+    assert "it/s]" not in result.stderr  # no third-party progress bars

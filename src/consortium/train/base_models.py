@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from consortium.quiet import quiet_transformers
 from consortium.smallmodels.files import as_transformers_dir
 
 
 def resolve_base(base_model: str, out_dir: Path, seed: int) -> str:
     """'tiny' is built in OUT/tiny-base; a pinned name (`smollm2-135m`) or a GGUF file is
     dequantized once into OUT/base; anything else (a directory or hub id) is used as given."""
+    quiet_transformers()
     if base_model == "tiny":
         return str(tiny_causal_lm(out_dir / "tiny-base", seed))
     return as_transformers_dir(base_model, out_dir / "base")

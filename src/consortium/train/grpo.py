@@ -364,7 +364,7 @@ def train_conductor(
         lr_scheduler_type="cosine",
         warmup_steps=0.03,  # a ratio of the total steps
         beta=0.0,
-        gradient_checkpointing=torch.cuda.is_available(),  # on a CPU recomputing costs more
+        activation_checkpointing=torch.cuda.is_available(),  # on a CPU recomputing costs more
         logging_steps=1,
         save_strategy="steps",
         save_steps=settings.save_steps,

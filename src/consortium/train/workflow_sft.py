@@ -162,7 +162,7 @@ def warm_start(
         # matrix product through a slow reference kernel (about 10x slower than float32).
         bf16=torch.cuda.is_available() and torch.cuda.is_bf16_supported(),
         disable_tqdm=True,
-        gradient_checkpointing=torch.cuda.is_available(),  # on a CPU recomputing costs more
+        activation_checkpointing=torch.cuda.is_available(),  # on a CPU recomputing costs more
         completion_only_loss=True,  # learn the workflow, not the prompt
         max_length=None,  # the prompt (~850 tokens with its examples) must never be cut
     )
