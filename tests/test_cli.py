@@ -143,6 +143,13 @@ def test_errors_are_one_clear_line(pool_file: Path, tmp_path: Path, replay_dir: 
         "unknown task set 'nosuch'",
     )
     one_line_error(cli("traces", "show", "no-such-run", env=env), "no run 'no-such-run'")
+    one_line_error(
+        cli(
+            "ask", "--pool", str(pool_file), "--policy",
+            "conductor:Mistral-7B-v0.1:workers=Mistral-7B-v0.1", "hi", env=env,
+        ),
+        "cannot be both the conductor and a worker",
+    )  # fmt: skip
     # A mistyped policy folder says it is missing and what is there, not the spec grammar.
     (tmp_path / "policies" / "trinity-replay").mkdir(parents=True)
     one_line_error(

@@ -16,11 +16,18 @@ POLICY_SPECS = (
 
 
 def build_coordinator(spec: str | Path, config: PoolConfig, seed: int = 0) -> Coordinator:
-    """`single:NAME`, `random`, `conductor:NAME…`, `workflow:KIND…` or a policy directory."""
+    """`single:NAME`, `random`, `conductor:NAME…`, `workflow:KIND…` or a policy directory.
+    Every spec the pool cannot satisfy is a `ConsortiumError` naming the spec."""
+    try:
+        return _build(str(spec), config, seed)
+    except ValueError as error:  # a coordinator's constructor refusing its arguments
+        raise ConsortiumError(f"policy {str(spec)!r}: {error}") from None
+
+
+def _build(text: str, config: PoolConfig, seed: int) -> Coordinator:
     from consortium.coord.baselines import RandomRouter, SingleModel
     from consortium.coord.conductor.spec import conductor_from_spec, workflow_from_spec
 
-    text = str(spec)
     if text == "random":
         return RandomRouter(config.names, seed)
     if text.startswith("single:"):
