@@ -207,3 +207,70 @@ def test_huge_and_undecodable_requests_get_clear_errors(
         question = recorded_question(replay_data)
         ok = {"model": "consortium", "messages": [{"role": "user", "content": question}]}
         assert httpx.post(url, json=ok, timeout=30).status_code == 200  # still serving
+
+
+def test_every_request_field_is_honoured_or_refused_by_name(tmp_path: Path) -> None:
+    from consortium.config import parse_pool
+    from tests.scripted_server import scripted_server
+
+    with scripted_server({"echo": lambda messages: "The answer is 4."}) as upstream:
+        pool = tmp_path / "pool.toml"
+        entry = {"name": "echo", "base_url": upstream.base_url, "model": "echo"}
+        pool.write_text(dump_pool(parse_pool({"models": [entry]})))
+        with serving(pool, tmp_path / "t.db", "--policy", "single:echo") as base_url:
+            client = openai.OpenAI(base_url=base_url, api_key="unused", max_retries=0)
+            messages = [{"role": "user", "content": "What is 2 + 2?"}]
+            answer = client.chat.completions.create(
+                model="consortium",
+                messages=messages,  # type: ignore[arg-type]
+                max_tokens=5,
+                temperature=0.3,
+                top_p=0.9,
+                stop=["\n\n"],
+                seed=7,
+                n=3,
+                user="someone",
+            )
+            # Honoured: each of the n runs made its call with the request's fields.
+            assert [c.message.content for c in answer.choices] == ["The answer is 4."] * 3
+            assert [c.index for c in answer.choices] == [0, 1, 2]
+            assert len(upstream.requests) == 3
+            for sent in upstream.requests:
+                assert sent["max_tokens"] == 5 and sent["temperature"] == 0.3
+                assert sent["top_p"] == 0.9 and sent["stop"] == ["\n\n"] and sent["seed"] == 7
+            client.chat.completions.create(
+                model="consortium",
+                messages=messages,  # type: ignore[arg-type]
+                max_completion_tokens=9,
+            )
+            assert upstream.requests[-1]["max_tokens"] == 9
+            # Refused, by name, before any model is called.
+            called = len(upstream.requests)
+            refused = {
+                "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}],
+                "response_format": {"type": "json_object"},
+                "logprobs": True,
+                "presence_penalty": 0.5,
+                "temperature": 3.5,
+                "n": 99,
+                "stop": ["a", "b", "c", "d", "e"],
+            }
+            for name, value in refused.items():
+                with pytest.raises(openai.BadRequestError) as caught:
+                    client.chat.completions.create(
+                        model="consortium",
+                        messages=messages,  # type: ignore[arg-type]
+                        **{name: value},  # type: ignore[arg-type]
+                    )
+                body = caught.value.body
+                assert isinstance(body, dict) and body["param"] == name, name
+                assert caught.value.message.startswith("Error code: 400 - ") and name in str(body)
+            with pytest.raises(openai.BadRequestError) as caught:
+                client.chat.completions.create(
+                    model="consortium",
+                    messages=messages,  # type: ignore[arg-type]
+                    n=2,
+                    stream=True,
+                )
+            assert "cannot be streamed" in str(caught.value.body)
+            assert len(upstream.requests) == called

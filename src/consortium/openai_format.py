@@ -17,8 +17,9 @@ def error_response(
     code: str,
     kind: str = "invalid_request_error",
     headers: dict[str, str] | None = None,
+    param: str | None = None,
 ) -> Response:
-    body = {"error": {"message": message, "type": kind, "code": code}}
+    body = {"error": {"message": message, "type": kind, "code": code, "param": param}}
     return JSONResponse(body, status_code=status, headers=headers)
 
 
@@ -32,15 +33,22 @@ def content_text(content: Any) -> str:
 
 
 def completion_body(
-    completion_id: str, model: str, text: str, finish: str, usage: dict[str, int]
+    completion_id: str, model: str, text: str | list[str], finish: str, usage: dict[str, int]
 ) -> dict[str, Any]:
+    """A chat completion; a list of texts gives one choice each (a request's `n`)."""
+    texts = [text] if isinstance(text, str) else text
     return {
         "id": completion_id,
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
         "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}
+            {
+                "index": index,
+                "message": {"role": "assistant", "content": answer},
+                "finish_reason": finish,
+            }
+            for index, answer in enumerate(texts)
         ],
         "usage": usage,
     }

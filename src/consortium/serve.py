@@ -33,6 +33,7 @@ from consortium.openai_format import (
 )
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller, TaskCaller
+from consortium.serve_params import RequestFieldError, request_options
 from consortium.tasks.base import Task
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -137,52 +138,67 @@ class EnsembleServer:
         question = question_of(messages)
         if not question.strip():
             return error_response(400, "no user message with text to answer", "invalid_request")
-        task = Task(id=f"req-{uuid.uuid4().hex[:16]}", question=question, dataset="serve", split="")
-        task_caller = self.caller.for_task(task.id, self.coordinator.name, self.limits)
         try:
-            outcome = await asyncio.wait_for(
-                self.coordinator.run(task, task_caller), self.request_timeout
+            options = request_options(body)
+        except RequestFieldError as error:
+            return error_response(400, str(error), "unsupported_field", param=error.field)
+        request_id = f"req-{uuid.uuid4().hex[:16]}"
+        task = Task(id=request_id, question=question, dataset="serve", split="")
+        callers = [
+            self.caller.for_task(
+                request_id if options.n == 1 else f"{request_id}-{index}",
+                self.coordinator.name,
+                self.limits,
+                options.call_params,
+            )
+            for index in range(options.n)
+        ]
+        try:
+            outcomes = await asyncio.wait_for(
+                asyncio.gather(*(self.coordinator.run(task, caller) for caller in callers)),
+                self.request_timeout,
             )
         except TimeoutError:
-            return self._failure(504, "the ensemble did not answer in time", "timeout", task_caller)
+            return self._failure(504, "the ensemble did not answer in time", "timeout", callers)
         except BudgetExceeded as error:
-            return self._failure(402, str(error), "budget_exceeded", task_caller)
+            return self._failure(402, str(error), "budget_exceeded", callers)
         except (AgentError, WorkflowError) as error:
-            return self._failure(502, str(error), "upstream_error", task_caller)
-        made = task_caller.made
+            return self._failure(502, str(error), "upstream_error", callers)
+        made = [call for caller in callers for call in caller.made]
         usage = {
             "prompt_tokens": sum(c.prompt_tokens for c in made),
             "completion_tokens": sum(c.completion_tokens for c in made),
         }
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-        account = self._account(task_caller)
+        account = self._account(callers)
         headers = _headers(account)
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
-        if body.get("stream"):
+        answers = [outcome.answer for outcome in outcomes]
+        if options.stream:
             return StreamingResponse(
                 stream_chunks(
-                    completion_id, self.model_id, outcome.answer, "stop", usage, self.stream_pieces
+                    completion_id, self.model_id, answers[0], "stop", usage, self.stream_pieces
                 ),
                 media_type="text/event-stream",
                 headers=headers,
             )
-        payload = completion_body(completion_id, self.model_id, outcome.answer, "stop", usage)
+        payload = completion_body(completion_id, self.model_id, answers, "stop", usage)
         payload["consortium"] = account
         return JSONResponse(payload, headers=headers)
 
-    def _account(self, task_caller: TaskCaller) -> dict[str, Any]:
-        made = task_caller.made
+    def _account(self, callers: list[TaskCaller]) -> dict[str, Any]:
+        made = [call for caller in callers for call in caller.made]
         return {
             "calls": len(made),
             "models": _unique([c.model for c in made]),
             "roles": _unique([c.role for c in made]),
             "cost": sum(c.cost for c in made),
-            "task_id": task_caller.task_id,
+            "task_id": ",".join(caller.task_id for caller in callers),
             "run_id": self.caller.run_id,
         }
 
-    def _failure(self, status: int, message: str, code: str, task_caller: TaskCaller) -> Response:
-        headers = _headers(self._account(task_caller))
+    def _failure(self, status: int, message: str, code: str, callers: list[TaskCaller]) -> Response:
+        headers = _headers(self._account(callers))
         return error_response(status, message, code, "consortium_error", headers=headers)
 
 

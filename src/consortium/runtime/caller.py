@@ -40,8 +40,17 @@ class Caller:
         self.cache = cache
         self.telemetry = telemetry
 
-    def for_task(self, task_id: str, policy: str, limits: Limits | None = None) -> TaskCaller:
-        return TaskCaller(self, task_id, policy, self.budget.child(limits, f"task {task_id}"))
+    def for_task(
+        self,
+        task_id: str,
+        policy: str,
+        limits: Limits | None = None,
+        overrides: dict[str, Any] | None = None,
+    ) -> TaskCaller:
+        """A caller for one task; `overrides` (e.g. a served request's `temperature`) replace
+        the coordinator's own parameters in every call of the task."""
+        budget = self.budget.child(limits, f"task {task_id}")
+        return TaskCaller(self, task_id, policy, budget, overrides)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,11 +67,19 @@ class CallSummary:
 
 
 class TaskCaller:
-    def __init__(self, run: Caller, task_id: str, policy: str, budget: Budget) -> None:
+    def __init__(
+        self,
+        run: Caller,
+        task_id: str,
+        policy: str,
+        budget: Budget,
+        overrides: dict[str, Any] | None = None,
+    ) -> None:
         self.run = run
         self.task_id = task_id
         self.policy = policy
         self.budget = budget
+        self.overrides = dict(overrides or {})
         self.made: list[CallSummary] = []
 
     async def call(
@@ -80,6 +97,7 @@ class TaskCaller:
         A model with a `fallback` in the pool file that fails (after its own retries, or with
         its circuit open) is replaced by the fallback for this call, traced as standing in for
         it (`fallback_from`); a chain of fallbacks never revisits a model."""
+        params = {**params, **self.overrides}
         tried: list[str] = []
         current, stands_in_for = model, None
         while True:
