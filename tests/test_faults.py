@@ -202,7 +202,8 @@ async def test_fallbacks_never_loop(replay_data: ReplayData) -> None:
         caller = Caller(pool, None, "test").for_task("t", "test")
         with pytest.raises(AgentError, match="cannot reach"):
             await caller.call("a", [user("hello")])
-    assert [c.model for c in caller.made] == []  # two failed attempts, no answer
+    # two failed attempts (each counted), no answer, no third try
+    assert [(c.model, c.failed) for c in caller.made] == [("a", True), ("b", True)]
 
 
 def test_a_fallback_must_be_in_the_pool() -> None:

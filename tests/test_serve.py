@@ -274,3 +274,46 @@ def test_every_request_field_is_honoured_or_refused_by_name(tmp_path: Path) -> N
                 )
             assert "cannot be streamed" in str(caught.value.body)
             assert len(upstream.requests) == called
+
+
+def test_a_single_model_policy_streams_tokens_as_the_model_makes_them(
+    replay_data: ReplayData, replay_dir: Path, tmp_path: Path
+) -> None:
+    import time
+
+    per_token = 0.02  # declared: the replay server sends one 4-character token every 20 ms
+    with ReplayServerProcess(
+        replay_dir, "--sources", "split2", "--latency-per-token", str(per_token)
+    ) as upstream:
+        pool = tmp_path / "pool.toml"
+        models = replay_data.models["split2"][:2]
+        pool.write_text(dump_pool(replay_pool(replay_data, upstream.base_url, models)))
+        question = recorded_question(replay_data, 1)
+        with serving(pool, tmp_path / "t.db", "--policy", "single:Mistral-7B-v0.1") as base_url:
+            client = openai.OpenAI(base_url=base_url, api_key="unused", max_retries=0)
+            messages = [{"role": "user", "content": question}]
+            whole = client.chat.completions.create(
+                model="consortium",
+                messages=messages,  # type: ignore[arg-type]
+            )
+            started = time.perf_counter()
+            arrivals: list[tuple[float, str]] = []
+            last = None
+            for chunk in client.chat.completions.create(
+                model="consortium",
+                messages=messages,  # type: ignore[arg-type]
+                stream=True,
+            ):
+                last = chunk
+                if chunk.choices and chunk.choices[0].delta.content:
+                    arrivals.append((time.perf_counter() - started, chunk.choices[0].delta.content))
+            total = time.perf_counter() - started
+    text = whole.choices[0].message.content or ""
+    assert "".join(piece for _, piece in arrivals) == text
+    tokens = -(-len(text) // 4)
+    assert tokens >= 10 and len(arrivals) == tokens  # one event per upstream token
+    # The first token arrives long before the answer is complete.
+    assert arrivals[0][0] < 0.5 * total and total >= per_token * (tokens - 1)
+    extra = last.model_extra if last is not None else None
+    assert extra is not None and extra["consortium"]["calls"] == 1
+    assert last is not None and last.usage is not None and last.usage.completion_tokens == tokens

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.responses import JSONResponse, Response
@@ -54,34 +53,44 @@ def completion_body(
     }
 
 
-async def stream_chunks(
-    completion_id: str,
-    model: str,
-    text: str,
-    finish: str,
-    usage: dict[str, int],
-    pieces: int = 1,
-) -> AsyncIterator[str]:
-    """Server-sent events of a finished answer: the role, `text` in `pieces` parts, the finish
-    reason with the usage, then [DONE]."""
-    created = int(time.time())
+class ChunkWriter:
+    """The server-sent events of one streamed chat completion."""
 
-    def chunk(delta: dict[str, str], reason: str | None, with_usage: bool = False) -> str:
+    def __init__(self, completion_id: str, model: str) -> None:
+        self.completion_id = completion_id
+        self.model = model
+        self.created = int(time.time())
+
+    def chunk(
+        self,
+        delta: dict[str, str],
+        finish: str | None = None,
+        usage: dict[str, int] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> str:
         payload: dict[str, Any] = {
-            "id": completion_id,
+            "id": self.completion_id,
             "object": "chat.completion.chunk",
-            "created": created,
-            "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": reason}],
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         }
-        if with_usage:
+        if usage is not None:
             payload["usage"] = usage
-        return f"data: {json.dumps(payload)}\n\n"
+        return f"data: {json.dumps(payload | (extra or {}))}\n\n"
 
+    @staticmethod
+    def error(message: str, code: str) -> str:
+        """An error after the stream began (its status line is already sent); the OpenAI SDK
+        raises it as an APIError."""
+        body = {"error": {"message": message, "type": "consortium_error", "code": code}}
+        return f"data: {json.dumps(body)}\n\n"
+
+    @staticmethod
+    def done() -> str:
+        return "data: [DONE]\n\n"
+
+
+def split_text(text: str, pieces: int) -> list[str]:
     size = max(1, -(-len(text) // max(1, pieces)))
-    parts = [text[i : i + size] for i in range(0, len(text), size)] or [""]
-    yield chunk({"role": "assistant", "content": parts[0]}, None)
-    for part in parts[1:]:
-        yield chunk({"content": part}, None)
-    yield chunk({}, finish, with_usage=True)
-    yield "data: [DONE]\n\n"
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]

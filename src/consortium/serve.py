@@ -26,10 +26,11 @@ from consortium.coord.base import Coordinator
 from consortium.coord.conductor.workflow import WorkflowError
 from consortium.errors import AgentError, BudgetExceeded
 from consortium.openai_format import (
+    ChunkWriter,
     completion_body,
     content_text,
     error_response,
-    stream_chunks,
+    split_text,
 )
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller, TaskCaller
@@ -153,6 +154,8 @@ class EnsembleServer:
             )
             for index in range(options.n)
         ]
+        if options.stream:
+            return self._stream(task, callers[0])
         try:
             outcomes = await asyncio.wait_for(
                 asyncio.gather(*(self.coordinator.run(task, caller) for caller in callers)),
@@ -174,17 +177,66 @@ class EnsembleServer:
         headers = _headers(account)
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         answers = [outcome.answer for outcome in outcomes]
-        if options.stream:
-            return StreamingResponse(
-                stream_chunks(
-                    completion_id, self.model_id, answers[0], "stop", usage, self.stream_pieces
-                ),
-                media_type="text/event-stream",
-                headers=headers,
-            )
         payload = completion_body(completion_id, self.model_id, answers, "stop", usage)
         payload["consortium"] = account
         return JSONResponse(payload, headers=headers)
+
+    def _stream(self, task: Task, caller: TaskCaller) -> StreamingResponse:
+        """Server-sent events while the policy runs: the tokens of its final call as the model
+        produces them (earlier steps run first; a policy with no single final call sends its
+        answer when done), then the usage and the `consortium` accounting in the last chunk.
+        A failure after the stream began is an `error` event."""
+        deltas: asyncio.Queue[str] = asyncio.Queue()
+        caller.stream_to = deltas.put_nowait
+        writer = ChunkWriter(f"chatcmpl-{uuid.uuid4().hex[:24]}", self.model_id)
+
+        async def events() -> AsyncIterator[str]:
+            run = asyncio.create_task(
+                asyncio.wait_for(self.coordinator.run(task, caller), self.request_timeout)
+            )
+            try:
+                yield writer.chunk({"role": "assistant"})
+                streamed = False
+                while not run.done() or not deltas.empty():
+                    if deltas.empty():
+                        waiting = asyncio.ensure_future(deltas.get())
+                        await asyncio.wait({waiting, run}, return_when=asyncio.FIRST_COMPLETED)
+                        if not waiting.done():
+                            waiting.cancel()
+                            continue
+                        text = waiting.result()
+                    else:
+                        text = deltas.get_nowait()
+                    streamed = True
+                    yield writer.chunk({"content": text})
+                try:
+                    outcome = run.result()
+                except TimeoutError:
+                    yield writer.error("the ensemble did not answer in time", "timeout")
+                    return
+                except BudgetExceeded as error:
+                    yield writer.error(str(error), "budget_exceeded")
+                    return
+                except (AgentError, WorkflowError) as error:
+                    yield writer.error(str(error), "upstream_error")
+                    return
+                if not streamed:
+                    for piece in split_text(outcome.answer, self.stream_pieces):
+                        yield writer.chunk({"content": piece})
+                made = caller.made
+                usage = {
+                    "prompt_tokens": sum(c.prompt_tokens for c in made),
+                    "completion_tokens": sum(c.completion_tokens for c in made),
+                }
+                usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+                yield writer.chunk({}, "stop", usage, {"consortium": self._account([caller])})
+                yield writer.done()
+            finally:
+                if not run.done():  # the client went away: stop spending on its answer
+                    run.cancel()
+
+        headers = {"x-consortium-task": caller.task_id, "x-consortium-run": self.caller.run_id}
+        return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
 
     def _account(self, callers: list[TaskCaller]) -> dict[str, Any]:
         made = [call for caller in callers for call in caller.made]

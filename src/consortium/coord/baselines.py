@@ -16,7 +16,7 @@ class SingleModel:
         self.name = f"single:{model}"
 
     async def run(self, task: Task, caller: TaskCaller) -> Outcome:
-        completion = await caller.call(self.model, [user(task.question)])
+        completion = await caller.call(self.model, [user(task.question)], final=True)
         return Outcome(completion.text, {"model": self.model})
 
 
@@ -35,5 +35,5 @@ class RandomRouter:
 
     async def run(self, task: Task, caller: TaskCaller) -> Outcome:
         model = self.pick(task)
-        completion = await caller.call(model, [user(task.question)])
+        completion = await caller.call(model, [user(task.question)], final=True)
         return Outcome(completion.text, {"model": model})

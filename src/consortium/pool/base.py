@@ -15,7 +15,9 @@ class Agent(Protocol):
     name: str
 
     async def chat(self, messages: Sequence[Message], **params: Any) -> Completion:
-        """Answer `messages`; raise `AgentError` once the backend's retries are spent."""
+        """Answer `messages`; raise `AgentError` once the backend's retries are spent. A
+        callable `on_delta` param receives the answer's text as it is produced (streamed where
+        the backend can, else once, whole)."""
         ...
 
     async def aclose(self) -> None:

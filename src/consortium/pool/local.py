@@ -98,14 +98,18 @@ class LocalAgent:
             )
 
     async def chat(self, messages: Sequence[Message], **params: Any) -> Completion:
+        on_delta = params.pop("on_delta", None)  # generated whole: one delta at the end
         try:
-            return await asyncio.wait_for(
+            completion = await asyncio.wait_for(
                 asyncio.to_thread(self._generate, messages, params), self.config.timeout
             )
         except TimeoutError:
             raise AgentError(self.name, f"no answer within {self.config.timeout:g}s") from None
         except (RuntimeError, ValueError) as error:
             raise AgentError(self.name, f"generation failed: {error}") from None
+        if on_delta is not None:
+            on_delta(completion.text)
+        return completion
 
     async def aclose(self) -> None:
         self._model = None

@@ -27,10 +27,10 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from consortium.openai_format import (
+    ChunkWriter,
     completion_body,
     content_text,
     error_response,
-    stream_chunks,
 )
 from consortium.replay.behaviour import Coupling, replay_answer, uniform
 from consortium.replay.data import ReplayData, ReplayRecord
@@ -246,7 +246,9 @@ class ReplayApp:
             estimate_tokens(content_text(m.get("content"))) for m in messages if isinstance(m, dict)
         )
         completion_tokens = estimate_tokens(text)
-        delay = self.latency.delay(completion_tokens)
+        streaming = bool(body.get("stream"))
+        # Streamed, the first token comes after the base latency and the rest as generated.
+        delay = self.latency.base_seconds if streaming else self.latency.delay(completion_tokens)
         if delay > 0:
             await asyncio.sleep(delay)
         self.stats.answered += 1
@@ -256,9 +258,11 @@ class ReplayApp:
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
         }
-        if body.get("stream"):
+        if streaming:
             return StreamingResponse(
-                stream_chunks(completion_id, model, text, finish, usage),
+                _generated(
+                    completion_id, model, text, finish, usage, self.latency.seconds_per_token
+                ),
                 media_type="text/event-stream",
             )
         body = completion_body(completion_id, model, text, finish, usage)
@@ -269,6 +273,27 @@ class ReplayApp:
                 _trickle(payload, self.faults.slow_seconds), media_type="application/json"
             )
         return JSONResponse(body)
+
+
+async def _generated(
+    completion_id: str,
+    model: str,
+    text: str,
+    finish: str,
+    usage: dict[str, int],
+    seconds_per_token: float,
+) -> AsyncIterator[str]:
+    """Server-sent events token by token (4 characters each, the declared token size), each
+    after `seconds_per_token`, as a generating model sends them."""
+    writer = ChunkWriter(completion_id, model)
+    tokens = [text[i : i + 4] for i in range(0, len(text), 4)] or [""]
+    yield writer.chunk({"role": "assistant", "content": tokens[0]})
+    for token in tokens[1:]:
+        if seconds_per_token > 0:
+            await asyncio.sleep(seconds_per_token)
+        yield writer.chunk({"content": token})
+    yield writer.chunk({}, finish, usage)
+    yield writer.done()
 
 
 async def _trickle(payload: bytes, pause: float, pieces: int = 4) -> AsyncIterator[bytes]:

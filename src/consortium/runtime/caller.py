@@ -81,6 +81,8 @@ class TaskCaller:
         self.budget = budget
         self.overrides = dict(overrides or {})
         self.made: list[CallSummary] = []
+        self.stream_to: Callable[[str], None] | None = None
+        """Receives the text of the task's final call as the model produces it (`serve`)."""
 
     async def call(
         self,
@@ -90,14 +92,19 @@ class TaskCaller:
         role: str = "worker",
         turn: int = 0,
         verdict_of: Callable[[str], str | None] | None = None,
+        final: bool = False,
         **params: Any,
     ) -> Completion:
         """Call `model`; raises BudgetExceeded before the call, AgentError after a failed one.
+        A coordinator marks the call whose text is its answer `final`: that one streams to
+        `stream_to` when someone listens.
 
         A model with a `fallback` in the pool file that fails (after its own retries, or with
         its circuit open) is replaced by the fallback for this call, traced as standing in for
         it (`fallback_from`); a chain of fallbacks never revisits a model."""
         params = {**params, **self.overrides}
+        if final and self.stream_to is not None:
+            params["on_delta"] = self.stream_to
         tried: list[str] = []
         current, stands_in_for = model, None
         while True:
@@ -144,7 +151,8 @@ class TaskCaller:
         )
         # The endpoint is part of the key: two servers may serve different weights under one id.
         endpoint = f"{config.base_url}|{config.model}"
-        key = cache_key(endpoint, messages, params) if self.run.cache else None
+        cacheable = {k: v for k, v in params.items() if k != "on_delta"}
+        key = cache_key(endpoint, messages, cacheable) if self.run.cache else None
         telemetry = self.run.telemetry
         with (
             telemetry.call(
@@ -154,6 +162,8 @@ class TaskCaller:
             else nullcontext()
         ) as span:
             completion = self.run.cache.get(key) if self.run.cache and key else None
+            if completion is not None and "on_delta" in params:
+                params["on_delta"](completion.text)  # a cached answer arrives whole
             if completion is None:
                 try:
                     completion = await agent.chat(messages, **params)
