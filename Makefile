@@ -55,6 +55,7 @@ bench: install
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/coordinator_latency.py --data $(REPLAY_DATA)
 	$(BIN)/python bench/dag_efficiency.py --data $(REPLAY_DATA)
 	$(BIN)/python bench/serve_load.py --data $(REPLAY_DATA)
+	$(BIN)/python bench/serve_streaming.py --data $(REPLAY_DATA)
 
 reliability: install
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/reliability.py --data $(REPLAY_DATA) --calls 10000 --resumes 3 --conductor-resumes 1
