@@ -6,7 +6,7 @@ REPLAY_DATA ?= ../shared/data/routerdc
 BENCHMARKS ?= ../shared/data/benchmarks
 DEMO_ARGS ?=
 
-.PHONY: install demo test lint bench train compare evolve reliability real real-conductor real-pool real-pool-stop clean
+.PHONY: install demo test lint bench bench-litellm train compare evolve reliability real real-conductor real-pool real-pool-stop clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,14 @@ bench: install
 	$(BIN)/python bench/dag_efficiency.py --data $(REPLAY_DATA)
 	$(BIN)/python bench/serve_load.py --data $(REPLAY_DATA)
 	$(BIN)/python bench/serve_streaming.py --data $(REPLAY_DATA)
+
+# LiteLLM's proxy pins packages that conflict with ours (rich 13): its own venv, beside ours.
+.bench/litellm/bin/litellm: bench/litellm-requirements.txt
+	$(PYTHON) -m venv .bench/litellm
+	.bench/litellm/bin/pip install -q -r bench/litellm-requirements.txt
+
+bench-litellm: install .bench/litellm/bin/litellm
+	$(BIN)/python bench/serve_vs_litellm.py --data $(REPLAY_DATA) --litellm .bench/litellm/bin/litellm
 
 reliability: install
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/reliability.py --data $(REPLAY_DATA) --calls 10000 --resumes 3 --conductor-resumes 1
