@@ -48,7 +48,11 @@ class Measured:
     p95_ms: float
 
 
-async def _drive(base_url: str, model: str, questions: list[str], clients: int) -> list[float]:
+async def _drive(
+    base_url: str, model: str, questions: list[str], clients: int
+) -> tuple[list[float], float, float]:
+    """Latencies of `clients` concurrent clients asking all `questions`, and the wall-clock
+    start and end of the load (`time.time()`: comparable across driver processes)."""
     latencies: list[float] = []
     queue = list(questions)
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
@@ -68,11 +72,13 @@ async def _drive(base_url: str, model: str, questions: list[str], clients: int) 
                 response.raise_for_status()
                 latencies.append(time.perf_counter() - started)
 
+        began = time.time()
         await asyncio.gather(*(client() for _ in range(clients)))
-    return latencies
+        ended = time.time()
+    return latencies, began, ended
 
 
-def _driver(args: tuple[str, str, list[str], int]) -> list[float]:
+def _driver(args: tuple[str, str, list[str], int]) -> tuple[list[float], float, float]:
     return asyncio.run(_drive(*args))
 
 
@@ -83,10 +89,11 @@ def measure(
     shares = [questions[i::drivers] for i in range(drivers)]
     per_driver = [clients // drivers + (i < clients % drivers) for i in range(drivers)]
     jobs = [(base_url, model, s, c) for s, c in zip(shares, per_driver, strict=True)]
-    started = time.perf_counter()
     with multiprocessing.get_context("spawn").Pool(drivers) as pool:
-        latencies = [x for part in pool.map(_driver, jobs) for x in part]
-    wall = time.perf_counter() - started
+        parts = pool.map(_driver, jobs)
+    latencies = [x for part, _, _ in parts for x in part]
+    # From the first driver's first request to the last one's end: process start-up excluded.
+    wall = max(end for _, _, end in parts) - min(start for _, start, _ in parts)
     return Measured(
         len(questions) / wall,
         float(np.percentile(latencies, 50)) * 1000,
