@@ -1264,7 +1264,7 @@ def train_conductor(
 
       consortium train conductor --pool local-pool.toml --base-model smollm2-135m \\
         --out runs/smollm2-conductor --tasks arithmetic:n=200:seed=1 \\
-        --warm-start-steps 16 --warm-start-lr 1e-4 --steps 6 --questions-per-step 2 \\
+        --warm-start-steps 40 --warm-start-lr 1e-4 --steps 5 --questions-per-step 2 \\
         --group-size 4 --max-completion 128 --lr 5e-6 \\
         --held-out gsm8k:path=../shared/data/benchmarks/gsm8k/test.jsonl:limit=50
 

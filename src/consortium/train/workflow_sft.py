@@ -102,7 +102,7 @@ def sft_examples(rows: Sequence[dict[str, Any]], n: int, seed: int) -> list[dict
 class WarmStartSettings:
     steps: int = 0
     """Optimizer steps of the supervised stage; 0 skips it."""
-    batch_size: int = 4
+    batch_size: int = 2
     learning_rate: float = 5e-5
     seed: int = 0
 
