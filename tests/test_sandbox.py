@@ -26,11 +26,22 @@ LIMITS = SandboxLimits(
     max_output_bytes=64 << 10,
 )
 MODES = ["fallback"] + (["bwrap"] if shutil.which("bwrap") else [])
+# The limits are set by prlimit(1) in the exec chain where it is installed, else between fork
+# and exec; every check runs both ways.
+LIMITS_SET_BY = ["prlimit", "preexec"] if shutil.which("prlimit") else ["preexec"]
 
 
-@pytest.fixture(scope="module", params=MODES)
+@pytest.fixture(
+    scope="module",
+    params=[(mode, by) for mode in MODES for by in LIMITS_SET_BY],
+    ids=lambda param: "-".join(param),
+)
 def sandbox(request: pytest.FixtureRequest) -> Sandbox:
-    return Sandbox(LIMITS, isolation=request.param)
+    mode, by = request.param
+    box = Sandbox(LIMITS, isolation=mode)
+    if by == "preexec":
+        box._prlimit = None
+    return box
 
 
 def sandbox_processes() -> int:

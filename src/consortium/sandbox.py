@@ -27,7 +27,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,6 +130,9 @@ class Sandbox:
             raise ConfigError("bwrap is installed but cannot create namespaces here")
         self.isolation: str = "bwrap" if use_bwrap else "fallback"
         self._bwrap = bwrap
+        # util-linux's prlimit sets the limits in the exec chain, so Python can spawn with vfork;
+        # a preexec_fn would force a full fork of this process for every run.
+        self._prlimit = shutil.which("prlimit")
         self._root = os.geteuid() == 0
         self._uids = _UidPool()
 
@@ -231,20 +234,43 @@ class Sandbox:
         guard.write_text(_AUDIT_GUARD.format(prefixes=[str(self.prefix), "/usr", "/dev/null"]))
         return [str(self.python), "-I", ".guard.py"], workdir
 
-    def _preexec(self, uid: int | None) -> None:
+    def _process_cap(self, uid: int | None) -> int:
+        if uid is None:  # our own uid: the cap counts what we already run
+            return self.limits.max_processes + _processes_of(os.getuid())
+        return self.limits.max_processes
+
+    def _preexec(self, processes: int) -> None:
         limits = self.limits
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.max_file_bytes, limits.max_file_bytes))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        processes = limits.max_processes
-        if uid is None:  # our own uid: the cap counts what we already run
-            processes += _processes_of(os.getuid())
         resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+
+    def _prlimit_prefix(self, processes: int) -> list[str]:
+        """The same limits as `_preexec`, as a prlimit(1) command that then execs the run."""
+        assert self._prlimit is not None
+        limits = self.limits
+        return [
+            self._prlimit,
+            f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 1}",
+            f"--as={limits.memory_bytes}",
+            f"--fsize={limits.max_file_bytes}",
+            "--core=0",
+            f"--nproc={processes}",
+            "--",
+        ]
 
     def _execute(self, workdir: Path, stdin: str, uid: int | None) -> SandboxResult:
         command, cwd = self._command(workdir, uid)
         env = {"PATH": "/usr/bin", "HOME": str(workdir), "PYTHONDONTWRITEBYTECODE": "1"}
+        processes = self._process_cap(uid)
+        preexec: Callable[[], None] | None = None
+        if self._prlimit is not None:
+            command = [*self._prlimit_prefix(processes), *command]
+        else:
+            # Only rlimits are set between fork and exec, nothing that takes a lock.
+            preexec = lambda: self._preexec(processes)  # noqa: E731
         started = time.monotonic()
         process = subprocess.Popen(
             command,
@@ -254,8 +280,7 @@ class Sandbox:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            # Only rlimits are set between fork and exec, nothing that takes a lock.
-            preexec_fn=lambda: self._preexec(uid),
+            preexec_fn=preexec,
         )
         assert process.stdin is not None
         try:
