@@ -49,13 +49,14 @@ real-conductor: install
 evolve: install
 	$(BIN)/python scripts/evolve_report.py --data $(REPLAY_DATA)
 
-bench: install
+bench: install .bench/litellm/bin/litellm
 	$(BIN)/python bench/client_overhead.py --data $(REPLAY_DATA)
 	$(BIN)/python bench/sandbox_throughput.py --humaneval $(BENCHMARKS)/humaneval/HumanEval.jsonl.gz
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/coordinator_latency.py --data $(REPLAY_DATA)
 	$(BIN)/python bench/dag_efficiency.py --data $(REPLAY_DATA)
 	$(BIN)/python bench/serve_load.py --data $(REPLAY_DATA)
 	$(BIN)/python bench/serve_streaming.py --data $(REPLAY_DATA)
+	$(BIN)/python bench/serve_vs_litellm.py --data $(REPLAY_DATA) --litellm .bench/litellm/bin/litellm
 
 # LiteLLM's proxy pins packages that conflict with ours (rich 13): its own venv, beside ours.
 .bench/litellm/bin/litellm: bench/litellm-requirements.txt
