@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from consortium.errors import ConfigError
 from consortium.quiet import quiet_transformers
 from consortium.smallmodels.files import as_transformers_dir
 
@@ -15,6 +17,18 @@ def resolve_base(base_model: str, out_dir: Path, seed: int) -> str:
     if base_model == "tiny":
         return str(tiny_causal_lm(out_dir / "tiny-base", seed))
     return as_transformers_dir(base_model, out_dir / "base")
+
+
+def load_tokenizer(model: str) -> Any:
+    """The base model's tokenizer, padding on the left (generation), or a ConfigError."""
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model)
+    except OSError as error:
+        raise ConfigError(f"cannot load the base model's tokenizer from {model}: {error}") from None
+    tokenizer.padding_side = "left"
+    return tokenizer
 
 
 def tiny_causal_lm(out_dir: Path, seed: int = 0) -> Path:

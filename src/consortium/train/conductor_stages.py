@@ -19,7 +19,7 @@ from consortium.config import PoolConfig
 from consortium.errors import ConfigError
 from consortium.runtime.dist import Executor
 from consortium.tasks.base import Grader, Task
-from consortium.train.base_models import resolve_base
+from consortium.train.base_models import load_tokenizer, resolve_base
 from consortium.train.grpo import GRPOSettings, train_conductor, training_rows
 from consortium.train.workflow_sft import WarmStartSettings, warm_start
 from consortium.train.workflow_validity import Validity, workflow_validity
@@ -61,8 +61,6 @@ def train_conductor_in_stages(
     > 0). Returns the summary written to OUT/stages.json: the base, the model each stage wrote,
     and the valid-workflow rate on `held_out` (its first `settings.held_out` tasks) of the base
     and after each stage."""
-    from transformers import AutoTokenizer
-
     hooks = callbacks or StageCallbacks()
     out_dir.mkdir(parents=True, exist_ok=True)
     summary_path = out_dir / "stages.json"
@@ -73,7 +71,7 @@ def train_conductor_in_stages(
     summary.update({"base_model": model, "settings": asdict(settings)})
     summary.setdefault("validity", {})
     summary.setdefault("seconds", {})
-    tokenizer = AutoTokenizer.from_pretrained(model)
+    tokenizer = load_tokenizer(model)
     chat = bool(getattr(tokenizer, "chat_template", None))
     grpo = settings.grpo
 

@@ -34,7 +34,8 @@ from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller
 from consortium.runtime.dist import Executor, shards
 from consortium.tasks.base import Grader, Task
-from consortium.train.base_models import resolve_base
+from consortium.train.base_models import load_tokenizer, resolve_base
+from consortium.train.trainer_setup import device_args, step_logger
 
 T = TypeVar("T")
 
@@ -296,9 +297,7 @@ def train_conductor(
     step) and OUT/conductor.json. Returns the summary written to conductor.json. With `jobs`,
     the rollouts' workflows run as remote jobs."""
     try:
-        import torch
         from datasets import Dataset
-        from transformers import AutoTokenizer, TrainerCallback
         from trl import GRPOConfig, GRPOTrainer  # type: ignore[attr-defined]
     except ImportError as error:
         raise ConfigError(
@@ -308,13 +307,7 @@ def train_conductor(
     base_model = resolve_base(base_model, out_dir, settings.seed)
     quiet_transformers()
     quiet_datasets()
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(base_model)
-    except OSError as error:
-        raise ConfigError(
-            f"cannot load the base model's tokenizer from {base_model}: {error}"
-        ) from None
-    tokenizer.padding_side = "left"
+    tokenizer = load_tokenizer(base_model)
     chat = bool(getattr(tokenizer, "chat_template", None))
     rows = training_rows(
         tasks,
@@ -340,17 +333,10 @@ def train_conductor(
         rows = [json.loads(line) for line in log_path.read_text().splitlines() if line]
         log_path.write_text("".join(json.dumps(r) + "\n" for r in rows if r["step"] <= last))
 
-    class RewardLog(TrainerCallback):
-        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **_: Any) -> None:
-            if not logs or "reward" not in logs:
-                return
-            row = {"step": float(state.global_step), "reward": float(logs["reward"])}
-            if reward.history:
-                row.update({k: v for k, v in reward.history[-1].items() if k != "mean"})
-            with log_path.open("a") as handle:
-                handle.write(json.dumps(row) + "\n")
-            if on_log is not None:
-                on_log(row)
+    def shares() -> dict[str, float]:
+        """The latest batch's shares of parsed and right workflows, beside TRL's reward."""
+        last = reward.history[-1] if reward.history else {}
+        return {k: v for k, v in last.items() if k != "mean"}
 
     args = GRPOConfig(
         output_dir=str(out_dir / "checkpoints"),
@@ -364,17 +350,10 @@ def train_conductor(
         lr_scheduler_type="cosine",
         warmup_steps=0.03,  # a ratio of the total steps
         beta=0.0,
-        activation_checkpointing=torch.cuda.is_available(),  # on a CPU recomputing costs more
-        logging_steps=1,
         save_strategy="steps",
         save_steps=settings.save_steps,
         seed=settings.seed,
-        report_to=[],
-        use_cpu=not torch.cuda.is_available(),
-        # TRL turns bf16 on by default; on a CPU without bf16 units that autocast runs every
-        # matrix product through a slow reference kernel (about 10x slower than float32).
-        bf16=torch.cuda.is_available() and torch.cuda.is_bf16_supported(),
-        disable_tqdm=True,
+        **device_args(),
         shuffle_dataset=False,  # the schedule above is already shuffled, epoch by epoch
         ignore_data_skip=True,  # skipping is done by dropping trained prompts from the schedule
     )
@@ -384,7 +363,7 @@ def train_conductor(
         reward_funcs=[reward],  # type: ignore[list-item]
         args=args,
         train_dataset=Dataset.from_list(schedule[done:]),
-        callbacks=[RewardLog()],
+        callbacks=[step_logger(log_path, "reward", on_log, shares)],
     )
     try:
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)

@@ -21,6 +21,7 @@ from typing import Any
 
 from consortium.errors import ConfigError
 from consortium.quiet import quiet_datasets, quiet_transformers
+from consortium.train.trainer_setup import device_args, step_logger
 
 ANSWER = "End with 'The answer is …'."
 
@@ -118,9 +119,8 @@ def warm_start(
     """Fine-tune `base_model` on `steps x batch_size` example workflows; the model and its
     tokenizer are saved to `out_dir` (returned), the loss per step to `out_dir/loss.jsonl`."""
     try:
-        import torch
         from datasets import Dataset
-        from transformers import AutoTokenizer, TrainerCallback
+        from transformers import AutoTokenizer
         from trl import SFTConfig, SFTTrainer  # type: ignore[attr-defined]
     except ImportError as error:
         raise ConfigError(
@@ -136,16 +136,6 @@ def warm_start(
     log_path = out_dir / "loss.jsonl"
     log_path.write_text("")
 
-    class LossLog(TrainerCallback):
-        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **_: Any) -> None:
-            if not logs or "loss" not in logs:
-                return
-            row = {"step": float(state.global_step), "loss": float(logs["loss"])}
-            with log_path.open("a") as handle:
-                handle.write(json.dumps(row) + "\n")
-            if on_log is not None:
-                on_log(row)
-
     args = SFTConfig(
         output_dir=str(out_dir / "checkpoints"),
         max_steps=settings.steps,
@@ -153,16 +143,9 @@ def warm_start(
         learning_rate=settings.learning_rate,
         lr_scheduler_type="cosine",
         warmup_steps=0.1,  # a ratio of the total steps
-        logging_steps=1,
         save_strategy="no",
         seed=settings.seed,
-        report_to=[],
-        use_cpu=not torch.cuda.is_available(),
-        # TRL turns bf16 on by default; on a CPU without bf16 units that autocast runs every
-        # matrix product through a slow reference kernel (about 10x slower than float32).
-        bf16=torch.cuda.is_available() and torch.cuda.is_bf16_supported(),
-        disable_tqdm=True,
-        activation_checkpointing=torch.cuda.is_available(),  # on a CPU recomputing costs more
+        **device_args(),
         completion_only_loss=True,  # learn the workflow, not the prompt
         max_length=None,  # the prompt (~850 tokens with its examples) must never be cut
     )
@@ -171,7 +154,7 @@ def warm_start(
         processing_class=tokenizer,
         args=args,
         train_dataset=Dataset.from_list(examples),
-        callbacks=[LossLog()],
+        callbacks=[step_logger(log_path, "loss", on_log)],
     )
     trainer.train()
     trainer.save_model(str(out_dir))
