@@ -18,7 +18,6 @@ Isolation, strongest available first:
 from __future__ import annotations
 
 import os
-import resource
 import selectors
 import shutil
 import signal
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Literal
 
 from consortium.errors import ConfigError
+from consortium.rlimits import ChildLimits, prlimit_command, processes_of, set_limits
 
 Isolation = Literal["auto", "bwrap", "fallback"]
 FIRST_SANDBOX_UID = 61000
@@ -130,8 +130,7 @@ class Sandbox:
             raise ConfigError("bwrap is installed but cannot create namespaces here")
         self.isolation: str = "bwrap" if use_bwrap else "fallback"
         self._bwrap = bwrap
-        # util-linux's prlimit sets the limits in the exec chain, so Python can spawn with vfork;
-        # a preexec_fn would force a full fork of this process for every run.
+        # Limits by prlimit(1) where installed (see consortium.rlimits).
         self._prlimit = shutil.which("prlimit")
         self._root = os.geteuid() == 0
         self._uids = _UidPool()
@@ -234,43 +233,24 @@ class Sandbox:
         guard.write_text(_AUDIT_GUARD.format(prefixes=[str(self.prefix), "/usr", "/dev/null"]))
         return [str(self.python), "-I", ".guard.py"], workdir
 
-    def _process_cap(self, uid: int | None) -> int:
+    def _child_limits(self, uid: int | None) -> ChildLimits:
+        processes = self.limits.max_processes
         if uid is None:  # our own uid: the cap counts what we already run
-            return self.limits.max_processes + _processes_of(os.getuid())
-        return self.limits.max_processes
-
-    def _preexec(self, processes: int) -> None:
+            processes += processes_of(os.getuid())
         limits = self.limits
-        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.max_file_bytes, limits.max_file_bytes))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
-
-    def _prlimit_prefix(self, processes: int) -> list[str]:
-        """The same limits as `_preexec`, as a prlimit(1) command that then execs the run."""
-        assert self._prlimit is not None
-        limits = self.limits
-        return [
-            self._prlimit,
-            f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 1}",
-            f"--as={limits.memory_bytes}",
-            f"--fsize={limits.max_file_bytes}",
-            "--core=0",
-            f"--nproc={processes}",
-            "--",
-        ]
+        return ChildLimits(
+            limits.cpu_seconds, limits.memory_bytes, limits.max_file_bytes, processes
+        )
 
     def _execute(self, workdir: Path, stdin: str, uid: int | None) -> SandboxResult:
         command, cwd = self._command(workdir, uid)
         env = {"PATH": "/usr/bin", "HOME": str(workdir), "PYTHONDONTWRITEBYTECODE": "1"}
-        processes = self._process_cap(uid)
+        limits = self._child_limits(uid)
         preexec: Callable[[], None] | None = None
         if self._prlimit is not None:
-            command = [*self._prlimit_prefix(processes), *command]
+            command = [*prlimit_command(self._prlimit, limits), *command]
         else:
-            # Only rlimits are set between fork and exec, nothing that takes a lock.
-            preexec = lambda: self._preexec(processes)  # noqa: E731
+            preexec = lambda: set_limits(limits)  # noqa: E731
         started = time.monotonic()
         process = subprocess.Popen(
             command,
@@ -367,18 +347,6 @@ def _system_mounts() -> list[str]:
         elif path.is_dir():
             mounts += ["--ro-bind", str(path), str(path)]
     return mounts
-
-
-def _processes_of(uid: int) -> int:
-    count = 0
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                if entry.stat().st_uid == uid:
-                    count += 1
-            except OSError:
-                continue
-    return count
 
 
 def _reap(uid: int, patience: float = 5.0) -> None:
