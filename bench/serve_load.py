@@ -6,25 +6,22 @@ concurrent clients, beside the replay server called directly, as ratios.
 Pool: replay of recorded outcomes (split2_model7, GSM8K test questions), no declared latency.
 `serve` runs the policy single:MODEL, so each request is one model call plus the ensemble's work
 (parsing, budget, trace row in SQLite, accounting); the direct run asks the same model the same
-questions. Both are driven by the same httpx client code, the direct run first at each level.
+questions. Both are driven by the same driver (bench/load_driver.py, one process, rps from its
+own clock), the direct run first at each level.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import tempfile
-import time
 from pathlib import Path
-
-import httpx
-import numpy as np
 
 from consortium.config import dump_pool
 from consortium.launch import ChildServer
 from consortium.replay.data import load_replay
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool, short_name
+from load_driver import measure
 
 
 def ensemble_server(pool: Path, policy: str, traces: Path) -> ChildServer:
@@ -32,32 +29,6 @@ def ensemble_server(pool: Path, policy: str, traces: Path) -> ChildServer:
         "serve", "--pool", str(pool), "--policy", policy, "--traces", f"sqlite:///{traces}",
         ready_path="/health", label="serve", env={"CONSORTIUM_SERVE_TOKEN": ""},
     )  # fmt: skip
-
-
-async def load(
-    base_url: str, model: str, questions: list[str], clients: int
-) -> tuple[float, float]:
-    """(requests per second, p95 latency in ms) of `clients` concurrent clients asking all."""
-    latencies: list[float] = []
-    queue = list(questions)
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(base_url=base_url, timeout=120, limits=limits) as http:
-
-        async def client() -> None:
-            while queue:
-                question = queue.pop()
-                started = time.perf_counter()
-                response = await http.post(
-                    "/chat/completions",
-                    json={"model": model, "messages": [{"role": "user", "content": question}]},
-                )
-                response.raise_for_status()
-                latencies.append(time.perf_counter() - started)
-
-        started = time.perf_counter()
-        await asyncio.gather(*(client() for _ in range(clients)))
-        wall = time.perf_counter() - started
-    return len(questions) / wall, float(np.percentile(latencies, 95)) * 1000
 
 
 def main() -> None:
@@ -84,12 +55,13 @@ def main() -> None:
             print(f"{'clients':>7} | {'direct rps':>10} {'p95 ms':>7} | {'serve rps':>9} "
                   f"{'p95 ms':>7} | {'rps ratio':>9} {'p95 ratio':>9}")  # fmt: skip
             for clients in (1, 16, 128):
-                direct = asyncio.run(load(replay.base_url, model, questions, clients))
-                served = asyncio.run(load(serve_url, "consortium", questions, clients))
-                ratios = served[0] / direct[0], served[1] / direct[1]
+                direct = measure(replay.base_url, model, questions, clients, drivers=1)
+                served = measure(serve_url, "consortium", questions, clients, drivers=1)
+                rps_ratio, p95_ratio = served.rps / direct.rps, served.p95_ms / direct.p95_ms
                 print(
-                    f"{clients:>7} | {direct[0]:>10.1f} {direct[1]:>7.1f} | {served[0]:>9.1f} "
-                    f"{served[1]:>7.1f} | {ratios[0]:>9.2f} {ratios[1]:>9.2f}"
+                    f"{clients:>7} | {direct.rps:>10.1f} {direct.p95_ms:>7.1f} | "
+                    f"{served.rps:>9.1f} {served.p95_ms:>7.1f} | "
+                    f"{rps_ratio:>9.2f} {p95_ratio:>9.2f}"
                 )
 
 
