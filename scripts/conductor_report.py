@@ -35,6 +35,13 @@ from consortium.train.workflow_sft import WarmStartSettings
 POOL_NAME = "llama.cpp server, SmolLM2-135M-Instruct (Q4_1) + Gemma 3 270M (Q4_K_M), 1 thread each"
 
 
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The rows a trainer logged; none when the stage did not run."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
 def markdown(summary: dict[str, Any], losses: list[dict[str, float]], command: str) -> str:
     settings = summary["settings"]
     grpo, sft = settings["grpo"], settings["warm_start"]
@@ -160,18 +167,8 @@ def main() -> None:
                 resume=args.work is not None,
                 callbacks=hooks,
             )
-        rewards_path = work / "rewards.jsonl"
-        summary["grpo_log"] = (
-            [json.loads(line) for line in rewards_path.open() if line.strip()]
-            if rewards_path.exists()
-            else []
-        )
-        loss_path = work / "warm-start" / "loss.jsonl"
-        losses = (
-            [json.loads(line) for line in loss_path.open() if line.strip()]
-            if loss_path.exists()
-            else []
-        )
+        summary["grpo_log"] = read_jsonl(work / "rewards.jsonl")
+        losses = read_jsonl(work / "warm-start" / "loss.jsonl")
     summary["pool"] = POOL_NAME
     summary["warm_start_loss"] = losses
     out = Path(args.out)
