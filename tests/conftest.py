@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from consortium.config import PoolConfig
 from consortium.replay.data import ReplayData, load_replay
 from consortium.replay.launch import ReplayServerProcess
+from consortium.replay.pool import replay_pool
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,3 +35,9 @@ def replay_data(replay_dir: Path) -> ReplayData:
 def replay_server(replay_dir: Path) -> Iterator[ReplayServerProcess]:
     with ReplayServerProcess(replay_dir) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def split2_workers(replay_data: ReplayData, replay_server: ReplayServerProcess) -> PoolConfig:
+    """The 7 open models of split2 on the session's replay server, as a pool."""
+    return replay_pool(replay_data, replay_server.base_url, replay_data.models["split2"])

@@ -13,8 +13,6 @@ import pytest
 from consortium.config import PoolConfig
 from consortium.coord.conductor.workflow import parse_workflow
 from consortium.replay.data import ReplayData
-from consortium.replay.launch import ReplayServerProcess
-from consortium.replay.pool import replay_pool
 from consortium.tasks.replay import ReplayGrader, load_replay_tasks
 from consortium.train.conductor_stages import (
     StageCallbacks,
@@ -26,8 +24,8 @@ from consortium.train.workflow_sft import SHAPES, WarmStartSettings, example_wor
 
 
 @pytest.fixture(scope="module")
-def workers(replay_data: ReplayData, replay_server: ReplayServerProcess) -> PoolConfig:
-    return replay_pool(replay_data, replay_server.base_url, replay_data.models["split2"])
+def workers(split2_workers: PoolConfig) -> PoolConfig:
+    return split2_workers
 
 
 def test_every_example_workflow_parses_for_its_worker_count() -> None:

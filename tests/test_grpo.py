@@ -13,8 +13,7 @@ from consortium.config import PoolConfig, parse_pool
 from consortium.coord.conductor.policy import ConductorCoordinator
 from consortium.pool import Pool
 from consortium.replay.data import ReplayData
-from consortium.replay.launch import ReplayServerProcess
-from consortium.replay.pool import replay_pool, short_name
+from consortium.replay.pool import short_name
 from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
 from consortium.tasks.base import Task
@@ -32,8 +31,8 @@ from consortium.train.grpo import (
 
 
 @pytest.fixture(scope="module")
-def workers(replay_data: ReplayData, replay_server: ReplayServerProcess) -> PoolConfig:
-    return replay_pool(replay_data, replay_server.base_url, replay_data.models["split2"])
+def workers(split2_workers: PoolConfig) -> PoolConfig:
+    return split2_workers
 
 
 def split_task(replay_data: ReplayData) -> tuple[Task, str, str]:
