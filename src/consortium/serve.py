@@ -167,12 +167,7 @@ class EnsembleServer:
             return self._failure(402, str(error), "budget_exceeded", callers)
         except (AgentError, WorkflowError) as error:
             return self._failure(502, str(error), "upstream_error", callers)
-        made = [call for caller in callers for call in caller.made]
-        usage = {
-            "prompt_tokens": sum(c.prompt_tokens for c in made),
-            "completion_tokens": sum(c.completion_tokens for c in made),
-        }
-        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        usage = _usage(callers)
         account = self._account(callers)
         headers = _headers(account)
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
@@ -223,13 +218,8 @@ class EnsembleServer:
                 if not streamed:
                     for piece in split_text(outcome.answer, self.stream_pieces):
                         yield writer.chunk({"content": piece})
-                made = caller.made
-                usage = {
-                    "prompt_tokens": sum(c.prompt_tokens for c in made),
-                    "completion_tokens": sum(c.completion_tokens for c in made),
-                }
-                usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-                yield writer.chunk({}, "stop", usage, {"consortium": self._account([caller])})
+                account = {"consortium": self._account([caller])}
+                yield writer.chunk({}, "stop", _usage([caller]), account)
                 yield writer.done()
             finally:
                 if not run.done():  # the client went away: stop spending on its answer
@@ -252,6 +242,18 @@ class EnsembleServer:
     def _failure(self, status: int, message: str, code: str, callers: list[TaskCaller]) -> Response:
         headers = _headers(self._account(callers))
         return error_response(status, message, code, "consortium_error", headers=headers)
+
+
+def _usage(callers: list[TaskCaller]) -> dict[str, int]:
+    """OpenAI usage of every call the request made."""
+    made = [call for caller in callers for call in caller.made]
+    prompt = sum(c.prompt_tokens for c in made)
+    completion = sum(c.completion_tokens for c in made)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
 
 
 def _headers(account: dict[str, Any]) -> dict[str, str]:
