@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -75,8 +76,12 @@ def to_rich(report: EvalReport, title: str = "", width: int = 100) -> Group:
     tables as the width needs. The Markdown and JSON reports keep the one wide table."""
     summary = Table(
         title=title or None,
-        caption=f"means of the per-dataset accuracy in %; calls and tokens per task; "
-        f"pool: {report.pool}",
+        # Wrapped here: the CLI's console never breaks lines itself (paths stay whole).
+        caption=textwrap.fill(
+            "means of the per-dataset accuracy in %; calls and tokens per task; "
+            f"pool: {report.pool}",
+            width,
+        ),
         caption_justify="left",
     )
     summary.add_column("#", justify="right", no_wrap=True)
