@@ -58,6 +58,26 @@ def test_help_teaches_the_commands() -> None:
     serve_help = cli("replay", "serve", "--help").stdout
     assert "--write-pool" in serve_help and "--exit-with-parent" not in serve_help  # internal
     assert "workflow:vote" in cli("ask", "--help", env={"COLUMNS": "200"}).stdout
+    eval_help = cli("eval", "--help", env={"COLUMNS": "100"}).stdout
+    assert "--no-baselines" in eval_help and "<bool>" not in eval_help  # a flag shows no type
+    assert "<path>" in eval_help  # an option with a value does
+
+
+def test_help_prose_is_reflowed_and_examples_keep_their_lines() -> None:
+    from consortium.cli import _reflow
+
+    text = """Answer one question: a conductor
+    writes the workflow.
+
+    Example:
+
+      consortium conduct --pool p.toml \\
+          "What is 2 + 2?"
+    """
+    assert _reflow(text) == (
+        "Answer one question: a conductor writes the workflow.\n\nExample:\n\n"
+        '  consortium conduct --pool p.toml \\\n      "What is 2 + 2?"'
+    )
 
 
 def test_pool_check(pool_file: Path, replay_data: ReplayData, tmp_path: Path) -> None:
@@ -72,6 +92,42 @@ def test_pool_check(pool_file: Path, replay_data: ReplayData, tmp_path: Path) ->
     result = cli("pool", "check", str(bad))
     assert result.returncode == 1
     assert "unreachable" in result.stdout
+
+
+async def test_pool_check_waits_for_a_server_started_in_the_background(
+    pool_file: Path, replay_data: ReplayData, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+    import time
+
+    from consortium.pool.check import wait_and_check
+
+    monkeypatch.setenv("CONSORTIUM_PLANTED_KEY", PLANTED_KEY)
+    later = tmp_path / "later.toml"
+
+    async def write_later() -> None:
+        await asyncio.sleep(0.6)
+        later.write_text(pool_file.read_text())
+
+    writer = asyncio.create_task(write_later())
+    statuses = await wait_and_check(later, wait=10)
+    await writer
+    assert [s.ok for s in statuses] == [True, True, True]
+
+    down = tmp_path / "down.toml"
+    down.write_text(
+        dump_pool(
+            replay_pool(
+                replay_data,
+                f"http://127.0.0.1:{free_port()}/v1",
+                replay_data.models["split2"][:1],
+            )
+        )
+    )
+    started = time.monotonic()
+    (status,) = await wait_and_check(down, wait=1.0, poll=0.2)
+    assert not status.reachable and "unreachable" in status.status
+    assert time.monotonic() - started >= 1.0  # kept trying for the whole wait
 
 
 def test_ask_traces_and_export_keep_the_key_out(
@@ -90,6 +146,7 @@ def test_ask_traces_and_export_keep_the_key_out(
     (row,) = [line for line in listed.stdout.splitlines() if run_id in line]
     assert "0.0000" not in row and "e-" in row  # a sub-cent cost still shows its size
     shown = cli("traces", "show", run_id, env=env)
+    assert f"run {run_id} ·" in cli("traces", "show", "latest", env=env).stdout
     assert "Mistral-7B-v0.1" in shown.stdout and "showing" not in shown.stderr
     cut = cli("traces", "show", run_id, "--limit", "0", env=env)
     assert "Mistral-7B-v0.1" not in cut.stdout and "showing 0 of 1 calls" in cut.stderr

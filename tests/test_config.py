@@ -76,8 +76,8 @@ def test_bad_pool_names_the_field(tmp_path: Path, text: str, expected: str) -> N
     assert "Value error" not in message and "file:" not in message  # no raw pydantic text
 
 
-def test_the_readmes_pool_file_loads_as_written(tmp_path: Path) -> None:
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
+def test_the_docs_pool_file_loads_as_written(tmp_path: Path) -> None:
+    readme = (Path(__file__).parents[1] / "docs" / "pools.md").read_text()
     block = readme.split("```toml\n", 1)[1].split("```", 1)[0]
     pool = load_pool(write(tmp_path, block))
     assert pool.get("gpt-4o").fallback == "gpt-4o-mini" in pool.names

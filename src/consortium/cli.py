@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import openai
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -183,7 +183,10 @@ def replay_serve(
         raise ConsortiumError(f"--sources: expected some of {', '.join(SOURCES)}, got {sources!r}")
     recorded = load_replay(data, sources=chosen)  # type: ignore[arg-type]
     if write_pool is not None:
-        write_pool.write_text(dump_pool(replay_pool(recorded, f"http://{host}:{port}/v1")))
+        # atomic, so that `pool check --wait` never reads half a file
+        partial = write_pool.with_name(write_pool.name + ".partial")
+        partial.write_text(dump_pool(replay_pool(recorded, f"http://{host}:{port}/v1")))
+        partial.replace(write_pool)
         err_console.print(f"wrote {write_pool}")
     server = ReplayApp(
         recorded,
@@ -211,51 +214,34 @@ def replay_serve(
     serve(server, host, port)
 
 
-async def _check_pool(config: PoolConfig) -> list[tuple[str, str, str, bool]]:
-    async def one(name: str) -> tuple[str, str, str, bool]:
-        entry = config.get(name)
-        if entry.backend == "local":
-            found = Path(entry.model).is_dir()
-            return name, "–", "local model" if found else f"not a folder: {entry.model}", found
-        try:
-            client = openai.AsyncOpenAI(
-                base_url=str(entry.base_url),
-                api_key=entry.api_key(),
-                timeout=min(entry.timeout, 10.0),
-                max_retries=0,
-            )
-        except ConsortiumError as error:
-            return name, "–", str(error), False
-        started = time.perf_counter()
-        try:
-            listed = await client.models.list()
-            ids = {m.id async for m in listed}
-            latency = f"{1000 * (time.perf_counter() - started):.0f} ms"
-            if entry.model not in ids:
-                return name, latency, f"endpoint answers but does not serve {entry.model!r}", False
-            return name, latency, "ok", True
-        except openai.APIConnectionError:
-            return name, "–", f"unreachable: {entry.base_url}", False
-        except openai.APIStatusError as error:
-            return name, "–", f"HTTP {error.status_code}", False
-        finally:
-            await client.close()
-
-    return list(await asyncio.gather(*(one(name) for name in config.names)))
-
-
 @pool_app.command("check")
-def pool_check(pool: Annotated[Path, typer.Argument(help="Pool file (TOML).")]) -> None:
-    """Ping every endpoint of a pool: is it reachable, does it serve the model, how fast."""
-    config = load_pool(pool)
-    rows = asyncio.run(_check_pool(config))
+def pool_check(
+    pool: Annotated[Path, typer.Argument(help="Pool file (TOML).")],
+    wait: Annotated[
+        float,
+        typer.Option(
+            help="Seconds to wait for the file and unreachable endpoints to come up "
+            "(a server just started in the background)."
+        ),
+    ] = 0.0,
+) -> None:
+    """Ping every endpoint of a pool: is it reachable, does it serve the model, how fast.
+
+    Example (a replay server started in the background):
+
+      consortium pool check replay.toml --wait 60
+    """
+    from consortium.pool.check import wait_and_check
+
+    statuses = asyncio.run(wait_and_check(pool, wait))
     table = Table(title=str(pool))
     for column in ("model", "latency", "status"):
         table.add_column(column)
-    for name, latency, status, ok in rows:
-        table.add_row(name, latency, status if ok else f"[red]{status}[/red]")
+    for s in statuses:
+        latency = "–" if s.latency_ms is None else f"{s.latency_ms:.0f} ms"
+        table.add_row(s.model, latency, s.status if s.ok else f"[red]{s.status}[/red]")
     console.print(table)
-    if not all(ok for *_, ok in rows):
+    if not all(s.ok for s in statuses):
         raise typer.Exit(1)
 
 
@@ -1505,7 +1491,7 @@ def traces_list(traces: TracesOption = DEFAULT_TRACES) -> None:
 
 @traces_app.command("show")
 def traces_show(
-    run: Annotated[str, typer.Argument(help="Run id (see `consortium traces list`).")],
+    run: Annotated[str, typer.Argument(help="Run id (see `consortium traces list`), or `latest`.")],
     limit: Annotated[int, typer.Option(help="Calls to show.")] = 50,
     traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
@@ -1516,6 +1502,7 @@ def traces_show(
     header = store.run(run)
     if header is None:
         raise ConsortiumError(f"no run {run!r} in {traces}")
+    run = header["run_id"]
     console.print(f"run {run} · {header['kind']} · {header['status']} · pool {header['pool']}")
     table = Table()
     # Numbers never wrap; names fold onto more lines rather than lose characters; the answer
@@ -1560,7 +1547,7 @@ def dollars(cost: float) -> str:
 
 @traces_app.command("export")
 def traces_export(
-    run: Annotated[str, typer.Argument(help="Run id.")],
+    run: Annotated[str, typer.Argument(help="Run id, or `latest`.")],
     out: Annotated[Path | None, typer.Option(help="File to write (default: stdout).")] = None,
     traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
@@ -1568,8 +1555,10 @@ def traces_export(
     from consortium.runtime.store import TraceStore
 
     store = TraceStore(traces)
-    if store.run(run) is None:
+    header = store.run(run)
+    if header is None:
         raise ConsortiumError(f"no run {run!r} in {traces}")
+    run = header["run_id"]
     handle = out.open("w", encoding="utf-8") if out else sys.stdout
     written = 0
     try:
@@ -1584,9 +1573,39 @@ def traces_export(
         err_console.print(f"wrote {written:,} call(s) of run {run} to {out}")
 
 
+def _reflow(text: str) -> str:
+    """Docstring prose as one line per paragraph, so that rich wraps it to the terminal; indented
+    paragraphs (examples) keep their lines."""
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(
+        p if p.startswith(" ") else " ".join(line.strip() for line in p.splitlines())
+        for p in paragraphs
+    )
+
+
+def _tidy_help(command: Any) -> None:
+    """Help that reads well at any width: prose reflowed, no `<bool>` beside a flag (its name
+    says it all). Typer vendors its own click, so this goes by attributes, not click's classes."""
+    if command.help:
+        command.help = _reflow(command.help)
+    help_option = command.get_help_option(command.context_class(command))  # cached by click
+    for param in [*command.params, help_option]:
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+    for sub in getattr(command, "commands", {}).values():
+        _tidy_help(sub)
+
+
+def command() -> Any:
+    """The `consortium` command, as click runs it."""
+    built = typer.main.get_command(app)
+    _tidy_help(built)
+    return built
+
+
 def main() -> None:
     try:
-        app()
+        command()(prog_name="consortium")
     except ConsortiumError as error:
         err_console.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
         sys.exit(1)

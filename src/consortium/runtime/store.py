@@ -229,8 +229,14 @@ class TraceStore:
             return [dict(row._mapping) for row in db.execute(query)]
 
     def run(self, run_id: str) -> dict[str, Any] | None:
+        """A run's header; `latest` names the run started last."""
+        query = select(runs)
+        if run_id == "latest":
+            query = query.order_by(runs.c.started_at.desc()).limit(1)
+        else:
+            query = query.where(runs.c.run_id == run_id)
         with self.engine.connect() as db:
-            row = db.execute(select(runs).where(runs.c.run_id == run_id)).first()
+            row = db.execute(query).first()
         return dict(row._mapping) if row else None
 
     def iter_calls(self, run_id: str) -> Iterator[dict[str, Any]]:
