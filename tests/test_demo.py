@@ -57,7 +57,7 @@ def test_demo_matches_the_recorded_data(replay_dir: Path, tmp_path: Path) -> Non
     out = tmp_path / "demo.md"
     console = Console(file=io.StringIO(), width=200)
     reports = run_demo(
-        replay_dir, traces=f"sqlite:///{tmp_path}/t.db", out=out, limit=40, console=console
+        replay_dir, traces=f"sqlite:///{tmp_path}/t.db", out=out, limit=20, console=console
     )
     workflows = demo_workflows(load_replay(replay_dir))
     # workflows, singles, random, oracle
@@ -92,6 +92,10 @@ def test_demo_matches_the_recorded_data(replay_dir: Path, tmp_path: Path) -> Non
                 checked += 1
     # every workflow, single model and the oracle, everywhere
     assert checked == (4 + 7 + 1) * 8 + (11 + 1) * 3
+    # progress: a line as each policy finishes, so the demo is never silent for long
+    shown = console.file.getvalue()  # type: ignore[attr-defined]
+    assert shown.count(" tasks in ") == (4 + 7 + 1) + (11 + 1), shown[:2000]
+    assert "split2 · single:Mistral-7B-v0.1: 160 tasks in" in shown
     text = out.read_text()
     assert "replay of recorded outcomes" in text and "oracle (per-question best)" in text
     assert "Traces: run" not in text  # no run ids: a rerun leaves the committed file unchanged

@@ -79,7 +79,13 @@ def test_the_readme_runs_top_to_bottom(tmp_path: Path, replay_dir: Path) -> None
     assert "best_single" in report and "oracle" in report  # baselines added
     for name, entry in policies.items():
         assert (entry["tasks"], entry["errors"]) == (120, 0), name
+    assert set(policies["trinity:trinity-replay"]["per_dataset"]) == {"gsm8k", "mmlu", "humaneval"}
+    assert report["coordinator"]["id_mean"] is not None and "random" in report
+    assert len(policies) == 2 + 7 + 1 + 1  # trinity, vote, every single model, random, oracle
     assert "trinity:trinity-replay" in (tmp_path / "eval.md").read_text()
+    assert "trinity:trinity-replay · 1 call(s)" in run.stderr  # `ask` says who answered
+    # the sentence encoder loads without transformers' own progress bars
+    assert "Loading weights" not in run.stderr and "it/s]" not in run.stderr
     exported = (tmp_path / "calls.jsonl").read_text().splitlines()
     assert exported and all(json.loads(line)["run_id"] for line in exported)
     answer = json.loads(run.stdout[run.stdout.rindex('{"id"') :].strip())

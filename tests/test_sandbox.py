@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from consortium.sandbox import FIRST_SANDBOX_UID, SANDBOX_UID_SLOTS, Sandbox, SandboxLimits
+from consortium.sandbox import Sandbox, SandboxLimits
+from consortium.sandbox_uids import FIRST_SANDBOX_UID, SANDBOX_UID_SLOTS, UidPool
 from consortium.tasks.code import CodeGrader, pass_at_k
 from consortium.tasks.loaders import build_tasks, read_rows
 from tests.helpers import benchmarks_dir
@@ -28,6 +29,9 @@ LIMITS = SandboxLimits(
 MODES = ["fallback"] + (["bwrap"] if shutil.which("bwrap") else [])
 # The limits are set by prlimit(1) in the exec chain where it is installed, else between fork
 # and exec; every check runs both ways.
+# one worker runs the sandboxed tests: they count the processes left under every sandbox uid
+pytestmark = pytest.mark.xdist_group("sandbox")
+
 LIMITS_SET_BY = ["prlimit", "preexec"] if shutil.which("prlimit") else ["preexec"]
 
 
@@ -192,3 +196,14 @@ def test_pass_at_k_matches_enumeration() -> None:
                 assert pass_at_k(n, c, k) == pytest.approx(brute)
     with pytest.raises(ValueError):
         pass_at_k(3, 4, 1)
+
+
+def test_uid_leases_are_exclusive_across_pools(tmp_path: Path) -> None:
+    """Two pools (two processes, or two sandboxes in one) never hand out the same uid at once:
+    a run kills whatever still runs as its uid when it ends."""
+    first, second = UidPool(tmp_path), UidPool(tmp_path)
+    with first.lease() as a, second.lease() as b, first.lease() as c:
+        assert len({a, b, c}) == 3
+    with first.lease() as again, second.lease() as other:
+        assert again != other
+        assert again in range(FIRST_SANDBOX_UID, FIRST_SANDBOX_UID + SANDBOX_UID_SLOTS)

@@ -25,7 +25,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_train_eval_ask(
+def test_train_trinity_checkpoints_and_resumes(
     replay_server: ReplayServerProcess, replay_data: ReplayData, replay_dir: Path, tmp_path: Path
 ) -> None:
     pool = tmp_path / "pool.toml"
@@ -68,40 +68,6 @@ def test_train_eval_ask(
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert json.loads((policy / "policy.json").read_text())["generation"] == 4
 
-    report = tmp_path / "eval.json"
-    evaluated = cli(
-        "eval",
-        "--pool",
-        str(pool),
-        "--policy",
-        str(policy),
-        "--tasks",
-        f"{spec}:split=test",
-        "--json",
-        str(report),
-        "--traces",
-        f"sqlite:///{tmp_path}/t.db",
-    )
-    assert evaluated.returncode == 0, evaluated.stderr[-2000:]
-    result = json.loads(report.read_text())
-    for key in ("pool", "coordinator", "best_single", "random", "oracle"):
-        assert key in result
-    assert set(result["coordinator"]["per_dataset"]) == {"mmlu", "gsm8k", "cmmlu"}
-    assert result["coordinator"]["id_mean"] is not None
-    assert len(result["policies"]) == 1 + 7 + 1 + 1  # trinity, singles, random, oracle
-
-    question = replay_data.select(datasets=["gsm8k"], split="test")[0].question
-    asked = cli(
-        "ask",
-        "--pool",
-        str(pool),
-        "--policy",
-        str(policy),
-        question,
-        "--traces",
-        f"sqlite:///{tmp_path}/t.db",
-    )
-    assert asked.returncode == 0, asked.stderr[-2000:]
-    assert "The answer is" in asked.stdout and "trinity:policy · 1 call(s)" in asked.stderr
-    for run in (trained, evaluated, asked):  # the encoder loads without transformers' own bars
+    # `eval` and `ask` with a policy folder: tests/test_readme.py (the README's first session)
+    for run in (trained, resumed):  # the encoder loads without transformers' own bars
         assert "Loading weights" not in run.stderr and "it/s]" not in run.stderr

@@ -15,7 +15,13 @@ from consortium.coord.base import Coordinator
 from consortium.coord.baselines import RandomRouter, SingleModel
 from consortium.coord.conductor.templates import WorkflowCoordinator, template
 from consortium.coord.trinity.policy import default_encoder, load_policy
-from consortium.evaluate import ORACLE, EvalReport, evaluate_policies, recorded_expectation
+from consortium.evaluate import (
+    ORACLE,
+    EvalReport,
+    TaskResult,
+    evaluate_policies,
+    recorded_expectation,
+)
 from consortium.pool import Pool
 from consortium.progress import task_progress
 from consortium.replay.data import ReplayData, Source, load_replay
@@ -70,9 +76,22 @@ async def demo_section(
     run_id = store.start_run(
         "demo", pool=description, config={"source": source, "limit": limit, "seed": seed}
     )
-    bar = progress.add_task(
-        f"{source}: {len(policies)} policies", total=len(task_set.tasks) * len(policies)
-    )
+    bars = {
+        policy.name: progress.add_task(
+            f"{source} · {short_label(policy.name)}", total=len(task_set.tasks)
+        )
+        for policy in policies
+    }
+
+    def advance(result: TaskResult) -> None:
+        bar = bars[result.policy]
+        progress.advance(bar)
+        task = next(t for t in progress.tasks if t.id == bar)
+        if task.finished:
+            progress.console.print(
+                f"{task.description}: {task.completed:.0f} tasks in {task.elapsed or 0:.1f} s"
+            )
+
     async with Pool(config) as pool:
         caller = Caller(pool, store, run_id)
         summaries = await evaluate_policies(
@@ -81,7 +100,7 @@ async def demo_section(
             ReplayGrader(),
             caller,
             concurrency=concurrency,
-            on_done=lambda _result: progress.advance(bar),
+            on_done=advance,
         )
     recorded = {
         (ORACLE if model == ORACLE else f"single:{short_name(model)}"): values
@@ -98,6 +117,11 @@ async def demo_section(
         recorded=recorded,
         run_id=run_id,
     )
+
+
+def short_label(policy: str, width: int = 40) -> str:
+    """A policy name cut to fit a progress bar's label."""
+    return policy if len(policy) <= width else policy[: width - 1] + "…"
 
 
 DEMO_WORKFLOWS = ("vote", "moa", "debate", "reflect")
@@ -157,7 +181,7 @@ def run_demo(
     out: Path | None,
     limit: int | None = 200,
     seed: int = 0,
-    concurrency: int = 64,
+    concurrency: int = 16,
     console: Console | None = None,
     policy: Path | None = None,
     workflows: bool = True,
@@ -168,6 +192,8 @@ def run_demo(
     reports: list[EvalReport] = []
     with ReplayServerProcess(data_dir, "--seed", str(seed)) as server:
         console.print(f"replay server on {server.base_url}")
+        if policy:
+            console.print(f"loading the TRINITY policy in {policy} (its sentence encoder)")
         extra: list[Coordinator] = (
             [trinity_policy(data, data_dir, server.base_url, policy, console)] if policy else []
         )

@@ -24,20 +24,18 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from consortium.errors import ConfigError
 from consortium.rlimits import ChildLimits, prlimit_command, processes_of, set_limits
+from consortium.sandbox_uids import UidPool
 
 Isolation = Literal["auto", "bwrap", "fallback"]
-FIRST_SANDBOX_UID = 61000
-SANDBOX_UID_SLOTS = 256
 
 
 @dataclass(frozen=True)
@@ -86,27 +84,6 @@ exec(compile(open("main.py").read(), "main.py", "exec"), {{"__name__": "__main__
 """
 
 
-class _UidPool:
-    """Distinct unprivileged uids for concurrent runs, so one run's processes do not count
-    against another's cap."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._free = list(range(FIRST_SANDBOX_UID, FIRST_SANDBOX_UID + SANDBOX_UID_SLOTS))
-
-    @contextmanager
-    def lease(self) -> Iterator[int]:
-        with self._lock:
-            if not self._free:
-                raise RuntimeError("no free sandbox uid; too many concurrent runs")
-            uid = self._free.pop()
-        try:
-            yield uid
-        finally:
-            with self._lock:
-                self._free.append(uid)
-
-
 class Sandbox:
     def __init__(
         self,
@@ -133,7 +110,7 @@ class Sandbox:
         # Limits by prlimit(1) where installed (see consortium.rlimits).
         self._prlimit = shutil.which("prlimit")
         self._root = os.geteuid() == 0
-        self._uids = _UidPool()
+        self._uids = UidPool()
 
     @staticmethod
     def _bwrap_works(bwrap: str) -> bool:
