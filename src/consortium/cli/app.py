@@ -1,0 +1,34 @@
+"""The command groups and the consoles every command prints to."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.console import Console
+
+from consortium.smallmodels.commands import local_app
+
+app = typer.Typer(
+    help="Consortium: a team of language models, coordinated at test time, used like one model.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+replay_app = typer.Typer(
+    help="The replay pool: recorded outcomes of real models.", no_args_is_help=True
+)
+pool_app = typer.Typer(help="Inspect a pool file.", no_args_is_help=True)
+traces_app = typer.Typer(help="Read the trace store.", no_args_is_help=True)
+train_app = typer.Typer(help="Train a coordinator.", no_args_is_help=True)
+app.add_typer(replay_app, name="replay")
+app.add_typer(pool_app, name="pool")
+app.add_typer(traces_app, name="traces")
+app.add_typer(train_app, name="train")
+app.add_typer(local_app, name="local")
+
+# Piped output is not cut to 80 columns, so tables stay whole in files and logs.
+# Not a terminal (a pipe, a log file): 100 columns, the width every table is laid out for.
+# Text lines are never broken by the console (soft wrap): paths and ids stay whole.
+console = Console(width=None if sys.stdout.isatty() else 100, soft_wrap=True)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 100, soft_wrap=True)

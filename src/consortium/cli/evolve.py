@@ -1,0 +1,213 @@
+"""`consortium evolve`."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from consortium.cli.app import app, console, err_console
+from consortium.cli.options import (
+    DEFAULT_TRACES,
+    ExecutorOption,
+    PoolOption,
+    RayAddressOption,
+    TracesOption,
+)
+from consortium.config import load_pool
+from consortium.errors import ConsortiumError
+from consortium.runtime.telemetry import Telemetry
+
+
+@app.command()
+def evolve(
+    pool: PoolOption,
+    tasks: Annotated[
+        str,
+        typer.Option(
+            "--tasks",
+            help="Tuning tasks (proposals are tuned here), e.g. "
+            "replay:data=DIR:source=routerbench:split=train",
+        ),
+    ],
+    out: Annotated[Path, typer.Option(help="Folder for state.json, report.md and the PNGs.")],
+    heldout: Annotated[
+        str | None,
+        typer.Option(
+            help="Held-out tasks the guards judge on (never tuned on). Default: half of --tasks, "
+            "split by task id."
+        ),
+    ] = None,
+    final: Annotated[
+        str | None,
+        typer.Option(
+            help="Tasks no decision may see, for the final comparison of the first and the "
+            "final strategy (e.g. the test split). Default: the held-out pool."
+        ),
+    ] = None,
+    rounds: Annotated[
+        int, typer.Option(help="Rounds to run (a resumed loop runs up to this).")
+    ] = 5,
+    start: Annotated[
+        str | None,
+        typer.Option(
+            help="The first strategy's policy, e.g. single:NAME. Default: the single model most "
+            "accurate on the first tuning batch."
+        ),
+    ] = None,
+    batch: Annotated[int, typer.Option(help="Tuning tasks per round.")] = 200,
+    heldout_batch: Annotated[int, typer.Option(help="Held-out tasks per round.")] = 400,
+    proposers: Annotated[
+        str, typer.Option(help="Proposers to run each round, comma-separated.")
+    ] = "cluster-specialists,escalation,templates,prune,retrain-trinity",
+    retrain_generations: Annotated[
+        int,
+        typer.Option(
+            help="sep-CMA-ES generations per warm-started TRINITY retraining (retrain-trinity)."
+        ),
+    ] = 3,
+    test: Annotated[
+        str, typer.Option(help="Paired test of the guards: sign or bootstrap.")
+    ] = "sign",
+    alpha: Annotated[float, typer.Option(help="Significance level of the guards.")] = 0.05,
+    margin: Annotated[
+        float, typer.Option(help="Held-out accuracy gain (fraction) a change must exceed.")
+    ] = 0.0,
+    cheaper_by: Annotated[
+        float,
+        typer.Option(help="Saving (fraction of cost) that admits a change no less accurate."),
+    ] = 0.2,
+    noninferiority: Annotated[
+        float,
+        typer.Option(
+            help="Accuracy (fraction) a cheaper change may lose at most: the lower end of the "
+            "95% bootstrap interval of its held-out difference must stay above minus this."
+        ),
+    ] = 0.02,
+    tolerance: Annotated[
+        float,
+        typer.Option(help="Accuracy (fraction) a cheaper proposal may give up on tuning tasks."),
+    ] = 0.01,
+    max_cost_per_task: Annotated[
+        float | None, typer.Option(help="Cap on a strategy's mean USD per task.")
+    ] = None,
+    max_calls_per_task: Annotated[
+        int, typer.Option(help="Cap on calls per task (hard: no task may exceed it).")
+    ] = 8,
+    final_limit: Annotated[
+        int | None,
+        typer.Option(help="Held-out tasks per dataset in the final comparison (default: all)."),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the batches and the bootstrap.")] = 0,
+    concurrency: Annotated[int, typer.Option(help="Tasks in flight at once.")] = 32,
+    resume: Annotated[bool, typer.Option(help="Continue the loop in OUT.")] = False,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
+    traces: TracesOption = DEFAULT_TRACES,
+) -> None:
+    """Improve how the ensemble works, round after round, guarded by held-out evidence.
+
+    Each round runs the current strategy on a tuning batch and a held-out batch, measures the
+    collaboration (accuracy, calls, cost, escalations, disagreement, who answered right),
+    proposes changes from the tuning batch (per-cluster models, cost-aware escalation with learned
+    thresholds, pruning) and adopts one only if it beats the incumbent on the held-out batch
+    (paired test) within the caps. Writes OUT/report.md, OUT/rounds.png, OUT/pareto.png; the
+    strategies and evidence also go to the trace database.
+
+    Example (replay pool, RouterBench's 11 priced models; the train split halved into tuning and
+    held-out tasks, the test split kept for the final comparison):
+
+      consortium evolve --pool replay.toml --out reports/evolve --rounds 5 \\
+        --tasks replay:data=DIR:source=routerbench:split=train \\
+        --final replay:data=DIR:source=routerbench:split=test
+    """
+    from consortium.coord.registry import build_coordinator
+    from consortium.evolve.guards import GuardConfig
+    from consortium.evolve.loop import EvolveConfig, EvolveInputs, EvolveLoop, split_tasks
+    from consortium.evolve.proposals import PROPOSERS, ProposerSettings
+    from consortium.evolve.report import write_report
+    from consortium.evolve.strategies import Plan, Strategy
+    from consortium.pool import Pool
+    from consortium.runtime.dist import make_executor
+    from consortium.runtime.store import TraceStore
+    from consortium.tasks.registry import load_task_set
+    from consortium.train.es import TrainConfig
+
+    if test not in ("sign", "bootstrap"):
+        raise ConsortiumError("--test must be sign or bootstrap")
+    chosen = [name for name in proposers.split(",") if name]
+    unknown = [name for name in chosen if name not in PROPOSERS]
+    if unknown or not chosen:
+        raise ConsortiumError(f"--proposers: expected some of {', '.join(PROPOSERS)}")
+    config = load_pool(pool)
+    tuning_set = load_task_set(tasks)
+    if heldout is None:
+        tuning_pool, heldout_pool = split_tasks(tuning_set.tasks, seed)
+        description = f"{tuning_set.description}; tuning and held-out halves of {tasks}"
+    else:
+        heldout_set = load_task_set(heldout)
+        tuning_pool, heldout_pool = tuning_set.tasks, heldout_set.tasks
+        description = f"{tuning_set.description}; tuning {tasks}; held-out {heldout}"
+    final_pool = load_task_set(final).tasks if final else None
+    if final:
+        description += f"; final comparison {final}"
+    first = Strategy(default=Plan(first=start)) if start else None
+    if first is not None:
+        build_coordinator(first.default.first, config, seed)  # a bad --start fails before any call
+    settings = EvolveConfig(
+        rounds=rounds,
+        tuning_batch=batch,
+        heldout_batch=heldout_batch,
+        seed=seed,
+        concurrency=concurrency,
+        final_limit=final_limit,
+        guard=GuardConfig(
+            alpha=alpha,
+            margin=margin,
+            test=test,  # type: ignore[arg-type]
+            cheaper_by=cheaper_by,
+            noninferiority=noninferiority,
+            max_cost_per_task=max_cost_per_task,
+            max_calls_per_task=max_calls_per_task,
+            seed=seed,
+        ),
+    )
+    proposer_settings = ProposerSettings(
+        tolerance=tolerance,
+        retrain=TrainConfig(generations=retrain_generations, popsize=16, minibatch=40, seed=seed),
+    )
+    store = TraceStore(traces)
+
+    def show(summary: dict[str, object]) -> None:
+        heldout_row = summary["heldout"]
+        assert isinstance(heldout_row, dict)
+        err_console.print(
+            f"round {summary['round']}: held-out {100 * heldout_row['accuracy']:.1f}% at "
+            f"{heldout_row['cost_per_task']:.2e} USD/task; adopted: {summary['adopted'] or 'none'}"
+        )
+
+    async def go() -> dict[str, object]:
+        async with Pool(config) as members:
+            inputs = EvolveInputs(
+                pool=members,
+                pool_name=f"{pool} ({tuning_set.description})",
+                tuning_pool=tuning_pool,
+                heldout_pool=heldout_pool,
+                final_pool=final_pool,
+                telemetry=Telemetry.from_env(),
+                executor=make_executor(executor, ray_address),
+                grader=tuning_set.grader,
+                resolve=lambda spec: build_coordinator(spec, config, seed),
+                models=config.names,
+                store=store,
+                proposers=[PROPOSERS[name](proposer_settings) for name in chosen],
+                tasks_description=description,
+            )
+            loop = EvolveLoop(inputs, settings, out, start=first, resume=resume, on_round=show)
+            return await loop.run()
+
+    state = asyncio.run(go())
+    report = write_report(state, out)
+    console.print(f"report: {report} (rounds.png, pareto.png beside it)")

@@ -1,0 +1,118 @@
+"""`consortium serve`: the ensemble as one OpenAI-compatible model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from consortium.config import PoolConfig, load_pool
+from consortium.errors import ConsortiumError
+from consortium.runtime.telemetry import Telemetry
+
+if TYPE_CHECKING:
+    from consortium.coord.base import Coordinator
+
+from consortium.cli.app import app, err_console
+from consortium.cli.options import (
+    DEFAULT_TRACES,
+    PoolOption,
+    TracesOption,
+)
+
+
+@app.command()
+def serve(
+    pool: PoolOption,
+    policy: Annotated[
+        str,
+        typer.Option(
+            help="What answers: single:NAME, workflow:…, conductor:…, a trained TRINITY policy "
+            "directory, or an evolve folder (its final strategy)."
+        ),
+    ],
+    host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    name: Annotated[str, typer.Option(help="The model id clients ask for.")] = "consortium",
+    token_env: Annotated[
+        str,
+        typer.Option(
+            help="Environment variable holding the bearer token clients must send; required "
+            "unless the address is loopback."
+        ),
+    ] = "CONSORTIUM_SERVE_TOKEN",
+    request_timeout: Annotated[
+        float, typer.Option(help="Seconds a request may take before it is answered 504.")
+    ] = 300.0,
+    max_calls: Annotated[int | None, typer.Option(help="Cap on model calls per request.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Cap on tokens per request.")] = None,
+    max_cost: Annotated[float | None, typer.Option(help="Cap on USD per request.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the random router.")] = 0,
+    traces: TracesOption = DEFAULT_TRACES,
+) -> None:
+    """Serve the ensemble as one OpenAI-compatible model.
+
+    Any OpenAI client works unchanged (base_url http://HOST:PORT/v1, model NAME); each answer's
+    headers (x-consortium-calls, -models, -roles, -cost, -task, -run) say what it took, and every
+    call is in the trace store.
+
+    Example:
+
+      consortium serve --pool replay.toml --policy policies/trinity-replay --port 8000
+      curl localhost:8000/v1/chat/completions -d '{"model": "consortium", "messages": […]}'
+    """
+    import os
+
+    import uvicorn
+
+    from consortium.pool import Pool
+    from consortium.runtime.budget import Limits
+    from consortium.runtime.caller import Caller
+    from consortium.runtime.store import TraceStore
+    from consortium.serve import LOOPBACK, EnsembleServer
+
+    token = os.environ.get(token_env) or None
+    if token is None and host not in LOOPBACK:
+        raise ConsortiumError(
+            f"refusing to serve on {host} without a token: set ${token_env} (clients then send "
+            "'Authorization: Bearer <token>'), or bind to 127.0.0.1"
+        )
+    config = load_pool(pool)
+    coordinator = _served_coordinator(policy, config, seed)
+    store = TraceStore(traces)
+    run_id = store.start_run("serve", pool=str(pool), config={"policy": policy, "name": name})
+    members = Pool(config)
+
+    async def close() -> None:
+        await members.aclose()
+        store.finish_run(run_id, "finished")
+
+    server = EnsembleServer(
+        coordinator,
+        Caller(members, store, run_id, telemetry=Telemetry.from_env()),
+        model_id=name,
+        token=token,
+        request_timeout=request_timeout,
+        limits=Limits(max_calls=max_calls, max_tokens=max_tokens, max_cost=max_cost),
+        on_close=close,
+    )
+    err_console.print(
+        f"serving {coordinator.name} as {name!r} on http://{host}:{port}/v1 "
+        f"(auth: {'bearer token' if token else 'none, loopback only'}; traces: run {run_id})"
+    )
+    uvicorn.run(server.app, host=host, port=port, log_level="warning", access_log=False)
+
+
+def _served_coordinator(policy: str, config: PoolConfig, seed: int) -> Coordinator:
+    """A policy spec, or an evolve folder's final strategy."""
+    from consortium.coord.registry import build_coordinator
+    from consortium.evolve.strategies import Strategy, StrategyCoordinator
+
+    state_path = Path(policy) / "state.json"
+    if state_path.exists():
+        state = json.loads(state_path.read_text())
+        strategy = Strategy.model_validate(state["incumbent"])
+        return StrategyCoordinator(strategy, lambda spec: build_coordinator(spec, config, seed))
+    return build_coordinator(policy, config, seed)

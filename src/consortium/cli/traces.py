@@ -1,0 +1,148 @@
+"""`consortium traces …`: read the trace store."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from consortium.cli.app import console, err_console, traces_app
+from consortium.cli.options import (
+    DEFAULT_TRACES,
+    TracesOption,
+)
+from consortium.errors import ConsortiumError
+
+
+@traces_app.command("view")
+def traces_view(
+    traces: TracesOption = DEFAULT_TRACES,
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8300,
+) -> None:
+    """Browse the trace store: runs, their accuracy, cost and routing plots, and each task's calls
+    as a timeline (model, role, prompt, answer, verdict, tokens, cost, latency).
+
+    Example: consortium traces view --traces sqlite:///consortium-traces.db, then open
+    http://127.0.0.1:8300/
+    """
+    import uvicorn
+
+    from consortium.runtime.store import TraceStore
+    from consortium.viewer import TraceViewer
+
+    viewer = TraceViewer(TraceStore(traces))
+    err_console.print(f"trace viewer on http://{host}:{port}/ ({traces})")
+    uvicorn.run(viewer.app, host=host, port=port, log_level="warning", access_log=False)
+
+
+@traces_app.command("list")
+def traces_list(traces: TracesOption = DEFAULT_TRACES) -> None:
+    """The runs in the trace store, newest first."""
+    from consortium.runtime.store import TraceStore
+
+    table = Table()
+    for column in ("run", "kind", "status", "started", "calls", "cost $"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("pool", overflow="fold")  # the one column that wraps
+    for run in TraceStore(traces).list_runs():
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run["started_at"]))
+        table.add_row(
+            run["run_id"],
+            run["kind"],
+            run["status"],
+            started,
+            str(run["calls"]),
+            dollars(run["cost"]),
+            run["pool"] or "",
+        )
+    console.print(table)
+
+
+@traces_app.command("show")
+def traces_show(
+    run: Annotated[str, typer.Argument(help="Run id (see `consortium traces list`), or `latest`.")],
+    limit: Annotated[int, typer.Option(help="Calls to show.")] = 50,
+    traces: TracesOption = DEFAULT_TRACES,
+) -> None:
+    """One run: its calls (task, turn, model, role, tokens, cost, latency, verdict, error)."""
+    from consortium.runtime.store import TraceStore
+
+    store = TraceStore(traces)
+    header = store.run(run)
+    if header is None:
+        raise ConsortiumError(f"no run {run!r} in {traces}")
+    run = header["run_id"]
+    console.print(f"run {run} · {header['kind']} · {header['status']} · pool {header['pool']}")
+    table = Table()
+    # Numbers never wrap; names fold onto more lines rather than lose characters; the answer
+    # column takes the room that is left.
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("task · policy", overflow="fold", ratio=2)
+    table.add_column("turn", justify="right", no_wrap=True)
+    table.add_column("model · role", overflow="fold", ratio=2)
+    for column in ("tokens", "cost $", "s"):
+        table.add_column(column, justify="right", no_wrap=True)
+    table.add_column("answer / error", overflow="fold", ratio=3, min_width=24)
+    total = 0
+    for total, call in enumerate(store.iter_calls(run), 1):
+        if total > limit:
+            continue  # counted, not shown
+        text = call["error"] or (call["response"] or "")
+        role = (call["role"] or "") + (f" ({call['verdict']})" if call["verdict"] else "")
+        table.add_row(
+            str(call["id"]),
+            f"{call['task_id'] or ''} · {call['policy'] or ''}",
+            str(call["turn"]),
+            f"{call['model']} · {role}",
+            str((call["prompt_tokens"] or 0) + (call["completion_tokens"] or 0)),
+            dollars(call["cost"] or 0),
+            f"{call['latency'] or 0:.2f}",
+            text[:80].replace("\n", " "),
+        )
+    console.print(table)
+    if total > limit:
+        err_console.print(
+            f"showing {limit:,} of {total:,} calls (--limit N shows more; "
+            f"`consortium traces export {run}` writes them all)"
+        )
+
+
+def dollars(cost: float) -> str:
+    """A cost readable at any size: 12.3400, 0.0012, 3.2e-06; 0 for nothing spent."""
+    if cost == 0:
+        return "0"
+    return f"{cost:.4f}" if cost >= 0.001 else f"{cost:.2g}"
+
+
+@traces_app.command("export")
+def traces_export(
+    run: Annotated[str, typer.Argument(help="Run id, or `latest`.")],
+    out: Annotated[Path | None, typer.Option(help="File to write (default: stdout).")] = None,
+    traces: TracesOption = DEFAULT_TRACES,
+) -> None:
+    """Every call of a run as JSON lines (messages included)."""
+    from consortium.runtime.store import TraceStore
+
+    store = TraceStore(traces)
+    header = store.run(run)
+    if header is None:
+        raise ConsortiumError(f"no run {run!r} in {traces}")
+    run = header["run_id"]
+    handle = out.open("w", encoding="utf-8") if out else sys.stdout
+    written = 0
+    try:
+        for call in store.iter_calls(run):
+            call["messages"] = json.loads(call["messages"])
+            handle.write(json.dumps(call, ensure_ascii=False) + "\n")
+            written += 1
+    finally:
+        if out:
+            handle.close()
+    if out:
+        err_console.print(f"wrote {written:,} call(s) of run {run} to {out}")

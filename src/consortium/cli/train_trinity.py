@@ -1,0 +1,277 @@
+"""`consortium train trinity | router`: the TRINITY head."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from consortium.cli.app import console, err_console, train_app
+from consortium.cli.options import (
+    ComponentsOption,
+    ExecutorOption,
+    MinibatchOption,
+    PoolOption,
+    PopsizeOption,
+    RayAddressOption,
+    SigmaOption,
+)
+from consortium.config import load_pool
+from consortium.errors import ConsortiumError
+
+
+@train_app.command("trinity")
+def train_trinity(
+    pool: PoolOption,
+    tasks: Annotated[
+        str,
+        typer.Option(
+            "--tasks", help="Training tasks, e.g. replay:data=DIR:datasets=mmlu,gsm8k:split=train"
+        ),
+    ],
+    out: Annotated[Path, typer.Option(help="Policy directory to write (and resume from).")],
+    generations: Annotated[int, typer.Option(help="Generations (iterations).")] = 40,
+    popsize: PopsizeOption = 32,
+    minibatch: MinibatchOption = 80,
+    sigma0: SigmaOption = 0.5,
+    seed: Annotated[int, typer.Option(help="Seed of everything random.")] = 0,
+    optimizer: Annotated[str, typer.Option(help="es (sep-CMA-ES), reinforce or random.")] = "es",
+    components: ComponentsOption = 16,
+    max_turns: Annotated[int, typer.Option(help="Turns per task (paper: 5).")] = 1,
+    roles: Annotated[str, typer.Option(help="Roles the head may pick.")] = "worker",
+    sample: Annotated[
+        bool,
+        typer.Option(
+            help="Sample (model, role) in training rollouts, as the paper; default argmax."
+        ),
+    ] = False,
+    encoder: Annotated[
+        str,
+        typer.Option(
+            help="all-MiniLM-L6-v2, or a causal LM path / hub id (the paper: Qwen/Qwen3-0.6B)."
+        ),
+    ] = "all-MiniLM-L6-v2",
+    resume: Annotated[bool, typer.Option(help="Continue from OUT/checkpoint.pkl.")] = False,
+    executor: ExecutorOption = "local",
+    ray_address: RayAddressOption = None,
+) -> None:
+    """Train the TRINITY head on a pool: sep-CMA-ES on binary rewards, checkpoint per generation.
+
+    Example (replay pool, the in-distribution train splits):
+
+      consortium train trinity --pool replay.toml --out policies/trinity \\
+        --tasks replay:data=../shared/data/routerdc:split=train:\\
+      datasets=mmlu,gsm8k,cmmlu,arc_challenge,humaneval
+    """
+    from consortium.coord.trinity.policy import default_encoder
+    from consortium.progress import task_progress
+    from consortium.runtime.dist import make_executor
+    from consortium.tasks.registry import load_task_set
+    from consortium.train.es import TrainConfig, TrainState
+    from consortium.train.session import OPTIMIZERS, fit_setup
+    from consortium.train.session import train_trinity as run_training
+
+    if optimizer not in OPTIMIZERS:
+        raise ConsortiumError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}")
+    config = load_pool(pool)
+    task_set = load_task_set(tasks)
+    role_names = tuple(r for r in roles.split(",") if r)
+    train_config = TrainConfig(
+        generations=generations,
+        popsize=popsize,
+        sigma0=sigma0,
+        minibatch=minibatch,
+        seed=seed,
+        sample=sample,
+    )
+    features = default_encoder(encoder, out / "features.db")
+    with task_progress(err_console) as progress:
+        encoding = progress.add_task(f"encoding with {encoder}", total=len(task_set.tasks))
+        setup = fit_setup(
+            features,
+            task_set,
+            config.names,
+            components=components or None,
+            max_turns=max_turns,
+            roles=role_names,
+            on_encoded=lambda n: progress.advance(encoding, n),
+        )
+    err_console.print(
+        f"head: {len(config.names)} models + 3 roles × {setup.encoder.dim}-d feature = "
+        f"{setup.n_params:,} parameters · budget {train_config.budget:,} rollouts"
+    )
+    with task_progress(err_console) as progress:
+        bar = progress.add_task(f"{optimizer} generations", total=generations)
+
+        def show(state: TrainState) -> None:
+            row = state.history[-1]
+            progress.update(
+                bar,
+                completed=state.generation,
+                description=(
+                    f"{optimizer} · reward {row['population_mean']:.3f} "
+                    f"(best {row['population_best']:.3f})"
+                ),
+            )
+
+        state = asyncio.run(
+            run_training(
+                config,
+                task_set,
+                setup,
+                out,
+                train_config,
+                optimizer=optimizer,
+                resume=resume,
+                on_generation=show,
+                executor=make_executor(executor, ray_address),
+            )
+        )
+    console.print(
+        f"policy written to {out} after {state.generation} generations "
+        f"({setup.n_params:,} parameters); curve: {out / 'curve.png'}"
+    )
+
+
+@train_app.command("router")
+def train_router(
+    pool: PoolOption,
+    tasks: Annotated[
+        str,
+        typer.Option(
+            "--tasks",
+            help="Replay training tasks, e.g. replay:data=DIR:split=train:datasets=mmlu,gsm8k",
+        ),
+    ],
+    out: Annotated[Path, typer.Option(help="Policy directory to write.")],
+    optimizer: Annotated[
+        str, typer.Option(help="es (sep-CMA-ES), reinforce, random or imitation (no rollouts).")
+    ] = "es",
+    warm_start: Annotated[
+        str, typer.Option(help="imitation (the paper's SFT baseline first) or none.")
+    ] = "imitation",
+    rollouts: Annotated[
+        int, typer.Option(help="Budget: questions answered by candidates, summed.")
+    ] = 2_000_000,
+    popsize: PopsizeOption = 32,
+    minibatch: MinibatchOption = 250,
+    sigma0: Annotated[
+        float,
+        typer.Option(help="sep-CMA-ES's initial step (small after a warm start; ~0.5 from zeros)."),
+    ] = 0.002,
+    learning_rate: Annotated[float, typer.Option(help="REINFORCE's Adam step size.")] = 0.01,
+    l2: Annotated[float, typer.Option(help="Imitation's weight decay.")] = 1e-3,
+    question_weight: Annotated[
+        float,
+        typer.Option(
+            help="Imitation target: this share of the per-question-best label, the rest the "
+            "dataset's best model."
+        ),
+    ] = 0.2,
+    validation: Annotated[
+        float,
+        typer.Option(
+            help="Share of training questions that decides whether the optimizer beats the warm "
+            "start (0: keep the optimizer's head)."
+        ),
+    ] = 0.2,
+    reward: Annotated[
+        str,
+        typer.Option(
+            help="recorded (the chosen model's recorded score: the expected binary reward) or "
+            "draw (the paper's binary reward, a Bernoulli draw)."
+        ),
+    ] = "recorded",
+    components: ComponentsOption = 0,
+    constant: Annotated[
+        bool,
+        typer.Option(
+            "--constant/--no-constant", help="Append a constant feature (a bias for the head)."
+        ),
+    ] = True,
+    encoder: Annotated[
+        str, typer.Option(help="all-MiniLM-L6-v2 or SmolLM2-135M-Instruct (or a causal LM path).")
+    ] = "all-MiniLM-L6-v2",
+    features: Annotated[
+        Path | None,
+        typer.Option(help="Feature cache (SQLite, keyed by text hash); default OUT/features.db."),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of everything random.")] = 0,
+) -> None:
+    """Train the TRINITY head for single-turn routing on recorded outcomes, in process.
+
+    Rollouts are lookups in the recorded data (no server): fast enough for the paper's head size.
+    The policy is a TRINITY policy like any other (`eval --policy OUT`, `ask`, `serve`).
+
+    Example (replay pool, the in-distribution train splits, SmolLM2 features):
+
+      consortium train router --pool replay.toml --out policies/router \\
+        --encoder SmolLM2-135M-Instruct --tasks replay:data=../shared/data/routerdc:\\
+      split=train:datasets=mmlu,gsm8k,cmmlu,arc_challenge,humaneval
+    """
+    from consortium.coord.trinity.policy import default_encoder
+    from consortium.progress import task_progress
+    from consortium.tasks.registry import load_task_set
+    from consortium.train.recorded import OPTIMIZERS, RecordedConfig, RecordedRun
+    from consortium.train.routing import RouterTraining, recorded_scores
+    from consortium.train.routing import train_router as run_training
+
+    if optimizer not in OPTIMIZERS:
+        raise ConsortiumError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}")
+    if reward not in ("recorded", "draw"):
+        raise ConsortiumError("--reward must be recorded or draw")
+    if warm_start not in ("imitation", "none"):
+        raise ConsortiumError("--warm-start must be imitation or none")
+    config = load_pool(pool)
+    task_set = load_task_set(tasks)
+    recorded_models = [config.get(name).model for name in config.names]
+    recorded_scores(task_set.tasks, recorded_models)  # no recorded outcomes: fail before encoding
+    training = RouterTraining(
+        RecordedConfig(
+            optimizer=optimizer,
+            rollouts=rollouts,
+            popsize=popsize,
+            minibatch=minibatch,
+            sigma0=sigma0,
+            learning_rate=learning_rate,
+            l2=l2,
+            question_weight=question_weight,
+            reward=reward,  # type: ignore[arg-type]
+            seed=seed,
+        ),
+        warm_start=warm_start,
+        components=components or None,
+        constant=constant,
+        validation=validation,
+    )
+    cache = default_encoder(encoder, features or out / "features.db")
+    with task_progress(err_console) as progress:
+        encoding = progress.add_task(f"encoding with {encoder}", total=len(task_set.tasks))
+        steps = progress.add_task(f"{optimizer} on recorded outcomes", total=rollouts)
+
+        def show(run: RecordedRun) -> None:
+            progress.update(steps, completed=run.rollouts)
+
+        setup, run, decision = run_training(
+            task_set.tasks,
+            cache,
+            config.names,
+            recorded_models,
+            out,
+            training,
+            description=tasks,
+            on_encoded=lambda n: progress.advance(encoding, n),
+            on_step=show,
+        )
+    if decision:
+        console.print(
+            f"validation ({decision['validation_questions']} held-out questions): warm start "
+            f"{decision['warm_start_reward']:.4f}, {optimizer} {decision['optimizer_reward']:.4f}"
+            f" → kept the {decision['kept']}"
+        )
+    console.print(
+        f"policy {out}: {setup.n_params:,} weights, {run.rollouts:,} rollouts in the final fit"
+        f" ({optimizer}, warm start: {warm_start})"
+    )
