@@ -14,9 +14,6 @@ from consortium.tasks.math import MathGrader, extract_answer
 from consortium.tasks.registry import load_task_set
 from tests.helpers import benchmarks_dir
 
-# one worker runs the sandboxed tests (see test_sandbox.py)
-pytestmark = pytest.mark.xdist_group("sandbox")
-
 BENCHMARKS = benchmarks_dir()
 
 

@@ -39,8 +39,7 @@ from consortium.tasks.base import Task
 from consortium.tasks.math import MathGrader
 from tests.scripted_server import scripted_server
 
-# one worker runs this module: its llama.cpp servers are started once, for all of its tests
-pytestmark = [pytest.mark.real, pytest.mark.slow, pytest.mark.xdist_group("llamacpp")]
+pytestmark = [pytest.mark.real, pytest.mark.slow]
 
 SETTINGS = ServerSettings(max_tokens=32, n_ctx=1024)
 QUESTIONS = ["What is 7 + 5?", "What is 9 - 4?", "What is 3 * 6?", "What is 8 + 8?"]

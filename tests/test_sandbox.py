@@ -29,8 +29,6 @@ LIMITS = SandboxLimits(
 MODES = ["fallback"] + (["bwrap"] if shutil.which("bwrap") else [])
 # The limits are set by prlimit(1) in the exec chain where it is installed, else between fork
 # and exec; every check runs both ways.
-# one worker runs the sandboxed tests: they count the processes left under every sandbox uid
-pytestmark = pytest.mark.xdist_group("sandbox")
 
 LIMITS_SET_BY = ["prlimit", "preexec"] if shutil.which("prlimit") else ["preexec"]
 
