@@ -1,8 +1,92 @@
-"""Consortium: a coordinated team of language models used like one model."""
+"""Consortium: a coordinated team of language models used like one model.
 
-from consortium.errors import ConsortiumError
+The public surface, importable from the package root (loaded on first use, so `import consortium`
+stays light):
+
+- pools: `load_pool`, `Pool`, and the protocol a backend implements, `Agent`;
+- calls: `Caller` (budget, cache, trace for every call), `TraceStore`;
+- policies: `Coordinator` (the protocol), `Outcome`, `build_coordinator` (a `--policy` spec);
+- tasks: `Task`, `Grade`, `Grader`, `load_task_set` (a `--tasks` spec);
+- evaluation: `evaluate_policies`;
+- errors: `ConsortiumError` and its tree (`consortium.errors`).
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from consortium.errors import (
+    AgentError,
+    BudgetExceeded,
+    ConfigError,
+    ConsortiumError,
+    CoordinatorError,
+    TaskSpecError,
+    UnknownModelError,
+)
 from consortium.types import Completion, Message, Usage
+
+if TYPE_CHECKING:
+    from consortium.config import load_pool
+    from consortium.coord.base import Coordinator, Outcome
+    from consortium.coord.registry import build_coordinator
+    from consortium.evaluate import evaluate_policies
+    from consortium.pool import Pool
+    from consortium.pool.base import Agent
+    from consortium.runtime.caller import Caller
+    from consortium.runtime.store import TraceStore
+    from consortium.tasks.base import Grade, Grader, Task
+    from consortium.tasks.registry import load_task_set
 
 __version__ = "0.1.0"
 
-__all__ = ["Completion", "ConsortiumError", "Message", "Usage", "__version__"]
+_LAZY = {
+    "load_pool": "consortium.config",
+    "Pool": "consortium.pool",
+    "Agent": "consortium.pool.base",
+    "Caller": "consortium.runtime.caller",
+    "TraceStore": "consortium.runtime.store",
+    "Coordinator": "consortium.coord.base",
+    "Outcome": "consortium.coord.base",
+    "build_coordinator": "consortium.coord.registry",
+    "Task": "consortium.tasks.base",
+    "Grade": "consortium.tasks.base",
+    "Grader": "consortium.tasks.base",
+    "load_task_set": "consortium.tasks.registry",
+    "evaluate_policies": "consortium.evaluate",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'consortium' has no attribute {name!r}")
+
+
+__all__ = [
+    "Agent",
+    "AgentError",
+    "BudgetExceeded",
+    "Caller",
+    "Completion",
+    "ConfigError",
+    "ConsortiumError",
+    "Coordinator",
+    "CoordinatorError",
+    "Grade",
+    "Grader",
+    "Message",
+    "Outcome",
+    "Pool",
+    "Task",
+    "TaskSpecError",
+    "TraceStore",
+    "UnknownModelError",
+    "Usage",
+    "__version__",
+    "build_coordinator",
+    "evaluate_policies",
+    "load_pool",
+    "load_task_set",
+]

@@ -1,4 +1,14 @@
-"""Errors a user can act on: one clear message each, printed by the CLI without a traceback."""
+"""Errors a user can act on: one clear message each, printed by the CLI without a traceback.
+
+ConsortiumError
+├── ConfigError            a pool, run or task configuration is malformed
+│   ├── UnknownModelError  a model name the pool does not have
+│   └── TaskSpecError      a --tasks spec that cannot be understood
+├── CoordinatorError       a policy cannot be built or run as asked
+│   └── WorkflowError      a conductor's workflow cannot be run (coord.conductor.workflow)
+├── AgentError             a backend call failed after its retries
+└── BudgetExceeded         a call refused before it was made
+"""
 
 
 class ConsortiumError(Exception):
@@ -9,13 +19,18 @@ class ConfigError(ConsortiumError):
     """A pool, run or task configuration is malformed or incomplete."""
 
 
-class UnknownModelError(ConsortiumError):
+class UnknownModelError(ConfigError):
     """A model name is not in the pool."""
 
     def __init__(self, name: str, known: list[str]) -> None:
         shown = ", ".join(known[:12]) + (" …" if len(known) > 12 else "")
         super().__init__(f"unknown model {name!r}; the pool has: {shown}")
         self.name = name
+
+
+class CoordinatorError(ConsortiumError, ValueError):
+    """A policy cannot be built or run as asked (no workers, a head that does not fit the pool …).
+    Also a ValueError: these are refused arguments."""
 
 
 class AgentError(ConsortiumError):
@@ -31,5 +46,5 @@ class BudgetExceeded(ConsortiumError):
     """A call was refused before it was made because it could exceed a cap."""
 
 
-class TaskSpecError(ConsortiumError):
+class TaskSpecError(ConfigError):
     """A --tasks spec string cannot be understood."""

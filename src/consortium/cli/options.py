@@ -7,6 +7,23 @@ from typing import Annotated
 
 import typer
 
+from consortium.runtime.store import DEFAULT_TRACES
+
+__all__ = [
+    "DEFAULT_TRACES",
+    "ComponentsOption",
+    "ExecutorOption",
+    "MaxCostOption",
+    "MinibatchOption",
+    "PoolOption",
+    "PopsizeOption",
+    "RayAddressOption",
+    "SigmaOption",
+    "TaskCallsOption",
+    "TaskTokensOption",
+    "TracesOption",
+]
+
 TracesOption = Annotated[
     str,
     typer.Option(
@@ -15,7 +32,6 @@ TracesOption = Annotated[
         help="Trace store URL (SQLAlchemy): sqlite:///file.db or postgresql+psycopg://…",
     ),
 ]
-DEFAULT_TRACES = "sqlite:///consortium-traces.db"
 PoolOption = Annotated[Path, typer.Option("--pool", help="Pool file (TOML) listing the models.")]
 MaxCostOption = Annotated[
     float | None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 from consortium.coord.base import Outcome
+from consortium.errors import CoordinatorError
 from consortium.runtime.caller import TaskCaller
 from consortium.tasks.base import Task
 from consortium.types import user
@@ -25,7 +26,7 @@ class RandomRouter:
 
     def __init__(self, models: list[str], seed: int = 0) -> None:
         if not models:
-            raise ValueError("RandomRouter needs at least one model")
+            raise CoordinatorError("RandomRouter needs at least one model")
         self.models = list(models)
         self.seed = seed
         self.name = "random"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from consortium.config import PoolConfig
 from consortium.coord.base import Coordinator
-from consortium.errors import ConsortiumError
+from consortium.errors import ConsortiumError, CoordinatorError
 
 POLICY_SPECS = (
     "single:NAME, random, conductor:NAME[:workers=a,b:recursion=1], "
@@ -21,7 +21,7 @@ def build_coordinator(spec: str | Path, config: PoolConfig, seed: int = 0) -> Co
     try:
         return _build(str(spec), config, seed)
     except ValueError as error:  # a coordinator's constructor refusing its arguments
-        raise ConsortiumError(f"policy {str(spec)!r}: {error}") from None
+        raise CoordinatorError(f"policy {str(spec)!r}: {error}") from None
 
 
 def _build(text: str, config: PoolConfig, seed: int) -> Coordinator:

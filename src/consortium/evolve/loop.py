@@ -29,7 +29,7 @@ from consortium.evolve.measure import (
     collaboration,
     measured,
 )
-from consortium.evolve.proposals import Proposal, Proposer, RoundContext
+from consortium.evolve.proposal import Proposal, Proposer, RoundContext
 from consortium.evolve.strategies import Plan, Strategy
 from consortium.pool import Pool
 from consortium.replay.behaviour import uniform

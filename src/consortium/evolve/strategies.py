@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from consortium.config import PoolConfig
 from consortium.coord.agreement import agree
 from consortium.coord.base import Coordinator, Outcome
+from consortium.errors import CoordinatorError
 from consortium.runtime.caller import TaskCaller
 from consortium.tasks.base import Task
 
@@ -41,11 +42,13 @@ class Plan(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> Plan:
         if self.trigger != "never" and not self.escalate:
-            raise ValueError(f"trigger {self.trigger!r} needs an escalate policy")
+            raise CoordinatorError(f"trigger {self.trigger!r} needs an escalate policy")
         if self.trigger == "disagreement" and not self.check:
-            raise ValueError("trigger 'disagreement' needs a check policy")
+            raise CoordinatorError("trigger 'disagreement' needs a check policy")
         if self.check is not None and self.check == self.first:
-            raise ValueError("the check policy must differ from the first (it would always agree)")
+            raise CoordinatorError(
+                "the check policy must differ from the first (it would always agree)"
+            )
         return self
 
     def specs(self) -> list[str]:

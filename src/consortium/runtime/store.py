@@ -142,8 +142,12 @@ def _sqlite_pragmas(connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+DEFAULT_TRACES = "sqlite:///consortium-traces.db"
+"""Where every command writes its traces unless told otherwise (`--traces`, $CONSORTIUM_TRACES)."""
+
+
 class TraceStore:
-    def __init__(self, url: str = "sqlite:///consortium-traces.db") -> None:
+    def __init__(self, url: str = DEFAULT_TRACES) -> None:
         self.url = url
         try:
             self.engine: Engine = create_engine(url)

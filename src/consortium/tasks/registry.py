@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from consortium.errors import TaskSpecError
 from consortium.replay.data import SOURCES, load_replay
@@ -13,7 +13,7 @@ from consortium.tasks.choice import ChoiceGrader
 from consortium.tasks.code import CodeGrader
 from consortium.tasks.loaders import FORMATS, build_tasks, read_hf, read_rows
 from consortium.tasks.math import MathGrader
-from consortium.tasks.replay import ReplayGrader, load_replay_tasks
+from consortium.tasks.replay import ID_DATASETS, OOD_DATASETS, ReplayGrader, load_replay_tasks
 from consortium.tasks.spec import TaskSpec, parse_spec
 
 REPLAY_DATA_ENV = "CONSORTIUM_REPLAY_DATA"
@@ -24,6 +24,8 @@ class TaskSet:
     tasks: list[Task]
     grader: Grader
     description: str
+    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Named groups of datasets a report averages over (the replay set: ID and OOD)."""
 
 
 def _grader(kind: str) -> Grader:
@@ -80,6 +82,7 @@ def load_task_set(text: str) -> TaskSet:
             limit=spec.get_int("limit"),
             seed=spec.get_int("seed", 0) or 0,
         )
-        return TaskSet(task_set.tasks, ReplayGrader(), task_set.description)
+        groups = {"ID": ID_DATASETS, "OOD": OOD_DATASETS}
+        return TaskSet(task_set.tasks, ReplayGrader(), task_set.description, groups)
     known = ", ".join(["replay", "arithmetic", *FORMATS])
     raise TaskSpecError(f"--tasks: unknown task set {spec.name!r}; known: {known}")

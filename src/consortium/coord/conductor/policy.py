@@ -21,6 +21,7 @@ from consortium.coord.conductor.executor import (
 )
 from consortium.coord.conductor.prompt import conductor_messages
 from consortium.coord.conductor.workflow import Workflow, WorkflowError, parse_workflow
+from consortium.errors import CoordinatorError
 from consortium.runtime.caller import TaskCaller
 from consortium.tasks.base import Task
 from consortium.types import Message, user
@@ -49,9 +50,9 @@ class ConductorCoordinator:
         name: str | None = None,
     ) -> None:
         if not workers:
-            raise ValueError("the conductor needs at least one worker")
+            raise CoordinatorError("the conductor needs at least one worker")
         if conductor in workers:
-            raise ValueError(f"{conductor!r} cannot be both the conductor and a worker")
+            raise CoordinatorError(f"{conductor!r} cannot be both the conductor and a worker")
         self.conductor = conductor
         self.workers = list(workers)
         self.strengths = dict(strengths or {})

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from consortium.coord.base import Outcome
 from consortium.coord.conductor.executor import WorkflowExecutor
 from consortium.coord.conductor.workflow import Access, Workflow, build
+from consortium.errors import CoordinatorError
 from consortium.runtime.caller import TaskCaller
 from consortium.tasks.base import Task
 
@@ -123,7 +124,7 @@ TEMPLATES = ("single", "vote", "moa", "debate", "reflect")
 def template(kind: str, models: Sequence[str]) -> Workflow:
     """A named baseline over `models` (the first is the aggregator, judge or reflector)."""
     if not models:
-        raise ValueError("a workflow template needs at least one model")
+        raise CoordinatorError("a workflow template needs at least one model")
     lead = models[0]
     others = list(models[1:]) or [lead]
     if kind == "single":
@@ -136,4 +137,4 @@ def template(kind: str, models: Sequence[str]) -> Workflow:
         return debate(list(models[:3]) if len(models) > 1 else [lead, lead])
     if kind == "reflect":
         return self_reflection(lead)
-    raise ValueError(f"unknown workflow template {kind!r}; known: {', '.join(TEMPLATES)}")
+    raise CoordinatorError(f"unknown workflow template {kind!r}; known: {', '.join(TEMPLATES)}")

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from consortium.errors import ConsortiumError
+from consortium.errors import CoordinatorError
 
 FIELDS = ("model_id", "subtasks", "access_list")
 MAX_LIST_CHARS = 200_000
@@ -30,7 +30,7 @@ MAX_LIST_CHARS = 200_000
 Access = Literal["all"] | tuple[int, ...]
 
 
-class WorkflowError(ConsortiumError):
+class WorkflowError(CoordinatorError):
     """A conductor's workflow cannot be run; `step` and `field` say where (when known)."""
 
     def __init__(self, message: str, *, step: int | None = None, field: str | None = None) -> None:

@@ -18,6 +18,7 @@ import numpy as np
 from consortium.coord.base import Outcome
 from consortium.coord.trinity.encoder import Encoder
 from consortium.coord.trinity.head import ROLES, LinearHead
+from consortium.errors import CoordinatorError
 from consortium.runtime.caller import TaskCaller
 from consortium.tasks.base import Task
 from consortium.types import Message, system, user
@@ -101,11 +102,15 @@ class TrinityCoordinator:
         name: str = "trinity",
     ) -> None:
         if head.n_models != len(models):
-            raise ValueError(f"head has {head.n_models} model rows, pool has {len(models)} models")
+            raise CoordinatorError(
+                f"head has {head.n_models} model rows, pool has {len(models)} models"
+            )
         if head.dim != encoder.dim:
-            raise ValueError(f"head reads {head.dim}-d features, encoder gives {encoder.dim}-d")
+            raise CoordinatorError(
+                f"head reads {head.dim}-d features, encoder gives {encoder.dim}-d"
+            )
         if not set(roles) <= set(ROLES) or "worker" not in roles:
-            raise ValueError(f"roles must include worker and be among {ROLES}")
+            raise CoordinatorError(f"roles must include worker and be among {ROLES}")
         self.head = head
         self.encoder = encoder
         self.models = models

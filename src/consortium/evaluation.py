@@ -1,0 +1,227 @@
+"""The evaluation entry point: `EvalConfig` in, `run_evaluation`, an `EvalResult` out.
+
+One call for "evaluate these policies on these tasks": baselines added on request, a resumed run
+checked against its stored settings, the executor chosen, budgets applied, progress reported
+through a callback. `consortium eval` parses its options into an `EvalConfig` and prints the
+result; a Python user calls the same function.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from consortium.config import PoolConfig, load_pool
+from consortium.coord.registry import SpecBuilder, build_coordinator
+from consortium.errors import ConfigError
+from consortium.evaluate import (
+    EvalReport,
+    RemoteEvaluation,
+    TaskResult,
+    evaluate_policies,
+    evaluate_remote,
+    stored_results,
+    summaries_of,
+)
+from consortium.pool import Pool
+from consortium.report import to_json, to_markdown
+from consortium.runtime.budget import Budget, Limits
+from consortium.runtime.caller import Caller
+from consortium.runtime.dist import make_executor
+from consortium.runtime.store import DEFAULT_TRACES, TraceStore
+from consortium.runtime.telemetry import Telemetry
+from consortium.tasks.registry import TaskSet, load_task_set
+
+Protocol = Literal["sampled", "routerdc"]
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    pool: Path
+    """Pool file (TOML)."""
+    tasks: str
+    """A `--tasks` spec, e.g. `replay:data=DIR:datasets=gsm8k:split=test:limit=100`."""
+    policies: tuple[str, ...] = ()
+    """`--policy` specs; none: every single model and random."""
+    baselines: bool | None = None
+    """Add every single model, random and the oracle; None: on for a trained policy folder, or
+    when no policy is given."""
+    concurrency: int = 32
+    seed: int = 0
+    protocol: Protocol = "sampled"
+    max_cost: float | None = None
+    """USD cap on the whole run (this process's spending)."""
+    task_max_calls: int | None = None
+    task_max_tokens: int | None = None
+    task_deadline: float | None = None
+    resume: str | None = None
+    """Id of an interrupted eval run to continue (its settings must match)."""
+    executor: str = "local"
+    ray_address: str | None = None
+    traces: str = DEFAULT_TRACES
+
+    def chosen_policies(self, pool: PoolConfig) -> list[str]:
+        chosen = list(self.policies)
+        baselines = self.baselines
+        if baselines is None:
+            baselines = not chosen or any(Path(p).is_dir() for p in chosen)
+        if baselines:
+            chosen += [f"single:{m}" for m in pool.names if f"single:{m}" not in chosen]
+            chosen += ["random"] if "random" not in chosen else []
+        return chosen
+
+
+@dataclass
+class EvalResult:
+    report: EvalReport
+    per_policy: dict[str, list[TaskResult]]
+    """Each policy's results, in task order."""
+    task_set: TaskSet
+    pool: PoolConfig
+    protocol: Protocol
+    routerdc: list[Any] = field(default_factory=list)
+    """RouterDC-protocol rows (`replay.protocol.ProtocolRow`) when `protocol` is routerdc."""
+
+    @property
+    def run_id(self) -> str:
+        return self.report.run_id or ""
+
+    def markdown(self) -> str:
+        if self.protocol == "routerdc":
+            from consortium.replay.protocol import protocol_markdown
+
+            return protocol_markdown(self.routerdc, self.report.datasets, self.report.pool)
+        return to_markdown(self.report)
+
+    def to_json(self) -> dict[str, Any]:
+        if self.protocol == "routerdc":
+            from consortium.replay.protocol import protocol_json
+
+            written: dict[str, Any] = {"protocol": "routerdc", "pool": self.report.pool}
+            return written | {
+                "tasks": self.report.tasks,
+                "run_id": self.run_id,
+                **protocol_json(self.routerdc),
+            }
+        return to_json(self.report)
+
+
+Progress = Callable[[str, int | None], Callable[[TaskResult | None], None]]
+"""`progress(description, total)` is called once, before the work, and returns the function
+called after each finished task (with None when the work reports no per-task progress)."""
+
+
+def run_evaluation(config: EvalConfig, progress: Progress | None = None) -> EvalResult:
+    """Run `config`'s policies over its tasks, grade, summarise; every call and result goes to
+    the trace store as it finishes. A failure marks the run `failed` (its finished results stay;
+    `resume` continues it)."""
+    pool = load_pool(config.pool)
+    task_set = load_task_set(config.tasks)
+    if config.protocol == "routerdc":
+        from consortium.replay.protocol import require_recorded
+
+        require_recorded(task_set.tasks)
+    chosen = config.chosen_policies(pool)
+    coordinators = [build_coordinator(spec, pool, config.seed) for spec in chosen]
+    runner = make_executor(config.executor, config.ray_address)
+    if runner is not None and config.max_cost is not None:
+        raise ConfigError("--max-cost caps one process's spending; it needs --executor local")
+    if runner is not None and config.resume is not None:
+        raise ConfigError("--resume runs with --executor local")
+    store = TraceStore(config.traces)
+    run_id, finished = _start_or_resume(store, config, task_set, chosen)
+    limits = Limits(max_calls=config.task_max_calls, max_tokens=config.task_max_tokens)
+    report_progress = progress or (lambda _description, _total: lambda _result: None)
+
+    async def measure() -> dict[str, list[TaskResult]]:
+        if runner is not None:
+            job = RemoteEvaluation(
+                pool, task_set.grader, config.traces, run_id, config.concurrency, limits
+            )
+            builders = [SpecBuilder(spec, config.seed) for spec in chosen]
+            report_progress(f"{len(chosen)} policies on {runner.name}", None)
+            per_policy = await asyncio.to_thread(
+                evaluate_remote, builders, task_set.tasks, job, runner
+            )
+            return {results[0].policy: results for results in per_policy}
+        collected: dict[str, list[TaskResult]] = {}
+        remaining = len(task_set.tasks) * len(coordinators)
+        remaining -= sum(len(done) for done in finished.values())
+        advance = report_progress(f"{len(coordinators)} policies", remaining)
+        async with Pool(pool) as members:
+            budget = Budget(Limits(max_cost=config.max_cost))
+            caller = Caller(members, store, run_id, budget=budget, telemetry=Telemetry.from_env())
+            await evaluate_policies(
+                coordinators,
+                task_set.tasks,
+                task_set.grader,
+                caller,
+                concurrency=config.concurrency,
+                task_limits=limits,
+                on_done=advance,
+                deadline=config.task_deadline,
+                finished=finished,
+                collect=collected,
+            )
+        return collected
+
+    try:
+        per_policy = asyncio.run(measure())
+    except BaseException:
+        store.finish_run(run_id, "failed")  # finished calls stay stored; resume continues
+        raise
+    result = _result(config, pool, task_set, per_policy, run_id)
+    store.finish_run(run_id, "finished")
+    return result
+
+
+def _start_or_resume(
+    store: TraceStore, config: EvalConfig, task_set: TaskSet, chosen: list[str]
+) -> tuple[str, dict[str, list[TaskResult]]]:
+    settings = {"tasks": config.tasks, "policies": chosen}
+    if config.resume is None:
+        return store.start_run("eval", pool=str(config.pool), config=settings), {}
+    earlier = store.run(config.resume)
+    if earlier is None or earlier["kind"] != "eval":
+        raise ConfigError(f"--resume {config.resume}: no eval run with that id in {config.traces}")
+    if json.loads(earlier["config"] or "{}") != settings:
+        raise ConfigError(
+            f"--resume {config.resume}: that run evaluated other tasks or policies "
+            f"({earlier['config']})"
+        )
+    return config.resume, stored_results(store, config.resume, task_set.tasks)
+
+
+def _result(
+    config: EvalConfig,
+    pool: PoolConfig,
+    task_set: TaskSet,
+    per_policy: dict[str, list[TaskResult]],
+    run_id: str,
+) -> EvalResult:
+    # The routerdc table carries its own oracle, from the recorded outcomes.
+    summaries = summaries_of(per_policy, with_oracle=config.protocol == "sampled")
+    datasets = list(dict.fromkeys(t.dataset for t in task_set.tasks))
+    groups = {
+        name: [d for d in datasets if d in members] for name, members in task_set.groups.items()
+    }
+    groups = {name: group for name, group in groups.items() if group}
+    groups["all"] = datasets
+    report = EvalReport(
+        pool=f"{config.pool} ({task_set.description})",
+        tasks=config.tasks,
+        datasets=datasets,
+        summaries=summaries,
+        groups=groups,
+        run_id=run_id,
+    )
+    rows: list[Any] = []
+    if config.protocol == "routerdc":
+        from consortium.replay.protocol import routerdc_rows
+
+        rows = routerdc_rows(per_policy, task_set.tasks, {m.name: m.model for m in pool.models})
+    return EvalResult(report, per_policy, task_set, pool, config.protocol, rows)
