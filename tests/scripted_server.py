@@ -24,6 +24,7 @@ class ScriptedServer:
     def __init__(self, scripts: dict[str, Script]) -> None:
         self.scripts = scripts
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
         self.port = free_port()
 
     @property
@@ -37,6 +38,7 @@ class ScriptedServer:
     async def _chat(self, request: Request) -> JSONResponse:
         body = await request.json()
         self.requests.append(body)
+        self.headers.append(dict(request.headers))
         text = self.scripts[body["model"]](body["messages"])
         return JSONResponse(
             {

@@ -263,3 +263,40 @@ async def test_dropped_and_slow_bodies_change_no_answer(
         ]
         injected = server.stats()["faults"]
         assert isinstance(injected, dict) and injected.get(kind, 0) > 5
+
+
+async def test_a_call_sends_the_key_the_model_and_the_params_as_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What reaches the endpoint: the bearer key from the environment, the configured model id,
+    the messages unchanged, and the call's parameters."""
+    from consortium.config import parse_pool
+    from tests.scripted_server import scripted_server
+
+    monkeypatch.setenv("CONSORTIUM_TEST_KEY", "sk-test-123")
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "What is 2 + 2?"},
+        {"role": "assistant", "content": "4"},
+        {"role": "user", "content": [{"type": "text", "text": "And 3 + 3?"}]},
+    ]
+    with scripted_server({"remote-id": lambda _messages: "The answer is 6."}) as server:
+        pool = parse_pool(
+            {
+                "models": [
+                    {
+                        "name": "m",
+                        "base_url": server.base_url,
+                        "model": "remote-id",
+                        "api_key_env": "CONSORTIUM_TEST_KEY",
+                    }
+                ]
+            }
+        )
+        agent = OpenAIAgent(pool.get("m"))
+        completion = await agent.chat(messages, max_tokens=7, temperature=0.0, seed=3)
+    assert completion.text == "The answer is 6."
+    (body,) = server.requests
+    assert body["model"] == "remote-id" and body["messages"] == messages
+    assert (body["max_tokens"], body["temperature"], body["seed"]) == (7, 0.0, 3)
+    assert server.headers[0]["authorization"] == "Bearer sk-test-123"

@@ -78,15 +78,17 @@ async def demo_section(
     )
     bars = {
         policy.name: progress.add_task(
-            f"{source} · {short_label(policy.name)}", total=len(task_set.tasks)
+            f"{source} · {short_label(policy.name)}", total=len(task_set.tasks), start=False
         )
         for policy in policies
     }
 
     def advance(result: TaskResult) -> None:
         bar = bars[result.policy]
-        progress.advance(bar)
         task = next(t for t in progress.tasks if t.id == bar)
+        if not task.started:  # policies run one after another: its clock starts with its first
+            progress.start_task(bar)
+        progress.advance(bar)
         if task.finished:
             progress.console.print(
                 f"{task.description}: {task.completed:.0f} tasks in {task.elapsed or 0:.1f} s"
