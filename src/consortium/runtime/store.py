@@ -202,13 +202,14 @@ class TraceStore:
         values["messages_hash"] = hashlib.sha256(serialized.encode()).hexdigest()
         values["created_at"] = time.time()
         with self.engine.begin() as db:
-            result = db.execute(insert(calls).values(**values))
+            # parameters beside a plain insert, not `.values()`: the compiled statement is cached
+            result = db.execute(insert(calls), values)
         key = result.inserted_primary_key
         return int(key[0]) if key else 0
 
     def record_result(self, record: ResultRecord) -> None:
         with self.engine.begin() as db:
-            db.execute(insert(results).values(**asdict(record), created_at=time.time()))
+            db.execute(insert(results), {**asdict(record), "created_at": time.time()})
 
     def list_runs(self) -> list[dict[str, Any]]:
         counted = (
