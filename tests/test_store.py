@@ -152,3 +152,18 @@ def test_a_store_from_an_earlier_version_gains_the_new_columns(tmp_path: Path) -
     store.record_call(CallRecord("r", "m", [], "answer", fallback_from="other"))
     (row,) = store.iter_calls("r")
     assert row["fallback_from"] == "other" and row["response"] == "answer"
+
+
+def test_a_run_ends_finished_failed_or_interrupted(tmp_path: Path) -> None:
+    store = TraceStore(f"sqlite:///{tmp_path / 'runs.db'}")
+    with store.running("eval", pool="p", config={"k": 1}) as run:
+        run.summary = {"tasks": 3}
+    assert store.run(run.run_id)["status"] == "finished"  # type: ignore[index]
+    assert json.loads(store.run(run.run_id)["summary"]) == {"tasks": 3}  # type: ignore[index]
+    for error, status in ((ValueError("boom"), "failed"), (KeyboardInterrupt(), "interrupted")):
+        with pytest.raises(type(error)), store.running("eval") as broken:
+            raise error
+        assert store.run(broken.run_id)["status"] == status  # type: ignore[index]
+    with store.running("eval", resume=run.run_id) as resumed:  # continues, starts nothing new
+        assert resumed.run_id == run.run_id
+    assert len(store.list_runs()) == 3

@@ -73,9 +73,7 @@ async def demo_section(
     policies += [SingleModel(short_name(m)) for m in models]
     policies.append(RandomRouter([short_name(m) for m in models], seed=seed))
     description = data.description(source)
-    run_id = store.start_run(
-        "demo", pool=description, config={"source": source, "limit": limit, "seed": seed}
-    )
+    settings = {"source": source, "limit": limit, "seed": seed}
     bars = {
         policy.name: progress.add_task(
             f"{source} · {short_label(policy.name)}", total=len(task_set.tasks), start=False
@@ -94,21 +92,21 @@ async def demo_section(
                 f"{task.description}: {task.completed:.0f} tasks in {task.elapsed or 0:.1f} s"
             )
 
-    async with Pool(config) as pool:
-        caller = Caller(pool, store, run_id)
-        summaries = await evaluate_policies(
-            policies,
-            task_set.tasks,
-            ReplayGrader(),
-            caller,
-            concurrency=concurrency,
-            on_done=advance,
-        )
+    with store.running("demo", pool=description, config=settings) as run:
+        async with Pool(config) as pool:
+            summaries = await evaluate_policies(
+                policies,
+                task_set.tasks,
+                ReplayGrader(),
+                Caller(pool, store, run.run_id),
+                concurrency=concurrency,
+                on_done=advance,
+            )
+        run.summary = {"policies": [s.policy for s in summaries]}
     recorded = {
         (ORACLE if model == ORACLE else f"single:{short_name(model)}"): values
         for model, values in recorded_expectation(task_set.tasks).items()
     }
-    store.finish_run(run_id, "finished", {"policies": [s.policy for s in summaries]})
     limit_text = f"a seeded sample of {limit} per dataset" if limit else "all questions"
     return EvalReport(
         pool=description,
@@ -117,7 +115,7 @@ async def demo_section(
         summaries=summaries,
         groups=groups,
         recorded=recorded,
-        run_id=run_id,
+        run_id=run.run_id,
     )
 
 

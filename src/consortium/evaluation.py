@@ -133,11 +133,12 @@ def run_evaluation(config: EvalConfig, progress: Progress | None = None) -> Eval
     if runner is not None and config.resume is not None:
         raise ConfigError("--resume runs with --executor local")
     store = TraceStore(config.traces)
-    run_id, finished = _start_or_resume(store, config, task_set, chosen)
+    settings = {"tasks": config.tasks, "policies": chosen}
+    finished = _resumed(store, config, task_set, settings) if config.resume else {}
     limits = Limits(max_calls=config.task_max_calls, max_tokens=config.task_max_tokens)
     report_progress = progress or (lambda _description, _total: lambda _result: None)
 
-    async def measure() -> dict[str, list[TaskResult]]:
+    async def measure(run_id: str) -> dict[str, list[TaskResult]]:
         if runner is not None:
             job = RemoteEvaluation(
                 pool, task_set.grader, config.traces, run_id, config.concurrency, limits
@@ -169,22 +170,16 @@ def run_evaluation(config: EvalConfig, progress: Progress | None = None) -> Eval
             )
         return collected
 
-    try:
-        per_policy = asyncio.run(measure())
-    except BaseException:
-        store.finish_run(run_id, "failed")  # finished calls stay stored; resume continues
-        raise
-    result = _result(config, pool, task_set, per_policy, run_id)
-    store.finish_run(run_id, "finished")
-    return result
+    with store.running("eval", pool=str(config.pool), config=settings, resume=config.resume) as run:
+        per_policy = asyncio.run(measure(run.run_id))  # a failure leaves the run resumable
+        return _result(config, pool, task_set, per_policy, run.run_id)
 
 
-def _start_or_resume(
-    store: TraceStore, config: EvalConfig, task_set: TaskSet, chosen: list[str]
-) -> tuple[str, dict[str, list[TaskResult]]]:
-    settings = {"tasks": config.tasks, "policies": chosen}
-    if config.resume is None:
-        return store.start_run("eval", pool=str(config.pool), config=settings), {}
+def _resumed(
+    store: TraceStore, config: EvalConfig, task_set: TaskSet, settings: dict[str, Any]
+) -> dict[str, list[TaskResult]]:
+    """The results an interrupted run of the same evaluation already stored."""
+    assert config.resume is not None
     earlier = store.run(config.resume)
     if earlier is None or earlier["kind"] != "eval":
         raise ConfigError(f"--resume {config.resume}: no eval run with that id in {config.traces}")
@@ -193,7 +188,7 @@ def _start_or_resume(
             f"--resume {config.resume}: that run evaluated other tasks or policies "
             f"({earlier['config']})"
         )
-    return config.resume, stored_results(store, config.resume, task_set.tasks)
+    return stored_results(store, config.resume, task_set.tasks)
 
 
 def _result(

@@ -54,21 +54,17 @@ def ask(
         policy or (f"single:{model}" if model else "random"), config, seed
     )
     store = TraceStore(traces)
-    run_id = store.start_run("ask", pool=str(pool))
 
-    async def go() -> tuple[str, Caller]:
+    async def go(run_id: str) -> tuple[str, Caller]:
         async with Pool(config) as members:
             caller = Caller(members, store, run_id, telemetry=Telemetry.from_env())
             task_caller = caller.for_task("ask", coordinator.name)
             outcome = await coordinator.run(Task("ask", question, "ask", "none"), task_caller)
             return outcome.answer, caller
 
-    try:
-        answer, caller = asyncio.run(go())
-    except ConsortiumError:
-        store.finish_run(run_id, "failed")
-        raise
-    store.finish_run(run_id, "finished")
+    with store.running("ask", pool=str(pool)) as run:
+        answer, caller = asyncio.run(go(run.run_id))
+    run_id = run.run_id
     console.print(answer)
     budget = caller.budget
     err_console.print(
@@ -173,9 +169,8 @@ def conduct(
                 raise ConsortiumError(f"--workflow {workflow}: {error.strerror}") from None
         fixed = parse_workflow(text, roster, max_steps=max_steps)
     store = TraceStore(traces)
-    run_id = store.start_run("conduct", pool=str(pool))
 
-    async def go() -> tuple[WorkflowRun, Caller]:
+    async def go(run_id: str) -> tuple[WorkflowRun, Caller]:
         async with Pool(config) as members:
             caller = Caller(members, store, run_id, telemetry=Telemetry.from_env())
             task_caller = caller.for_task("conduct", "conduct")
@@ -192,15 +187,12 @@ def conduct(
                 max_conductor_calls=max_calls,
             )
             outcome = await policy.run(Task("conduct", question, "ask", "none"), task_caller)
-            run: WorkflowRun = outcome.meta["workflow"]
-            return run, caller
+            written: WorkflowRun = outcome.meta["workflow"]
+            return written, caller
 
-    try:
-        run, caller = asyncio.run(go())
-    except ConsortiumError:
-        store.finish_run(run_id, "failed")
-        raise
-    store.finish_run(run_id, "finished")
+    with store.running("conduct", pool=str(pool)) as stored:
+        run, caller = asyncio.run(go(stored.run_id))
+    run_id = stored.run_id
     console.rule("workflow")
     console.print(run.workflow.to_text(roster), markup=False, highlight=False)
     console.rule("steps")

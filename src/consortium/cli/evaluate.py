@@ -109,13 +109,18 @@ def evaluate(
         ray_address=ray_address,
         traces=traces,
     )
-    with task_progress(err_console) as progress:
+    progress = task_progress(err_console)
 
-        def start(description: str, total: int | None) -> Callable[[object], None]:
-            bar = progress.add_task(description, total=total)
-            return lambda _result: progress.advance(bar)
+    def start(description: str, total: int | None) -> Callable[[object], None]:
+        progress.start()  # only once the work begins: a refused config prints one line
+        bar = progress.add_task(description, total=total)
+        return lambda _result: progress.advance(bar)
 
+    try:
         result = run_evaluation(config, start)
+    finally:
+        if progress.live.is_started:
+            progress.stop()
     if protocol == "routerdc":
         console.print(result.markdown(), markup=False, highlight=False, soft_wrap=True)
     else:

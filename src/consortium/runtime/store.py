@@ -12,7 +12,8 @@ import json
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sqlalchemy import (
@@ -142,6 +143,14 @@ def _sqlite_pragmas(connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+@dataclass
+class Run:
+    """A run in progress (`TraceStore.running`): its id, and the summary stored when it ends."""
+
+    run_id: str
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
 DEFAULT_TRACES = "sqlite:///consortium-traces.db"
 """Where every command writes its traces unless told otherwise (`--traces`, $CONSORTIUM_TRACES)."""
 
@@ -181,6 +190,30 @@ class TraceStore:
                 )
             )
         return run_id
+
+    @contextmanager
+    def running(
+        self,
+        kind: str,
+        *,
+        pool: str = "",
+        config: dict[str, Any] | None = None,
+        resume: str | None = None,
+    ) -> Iterator[Run]:
+        """A run from start to end, the one lifecycle every command shares: `finished` when the
+        block ends, `interrupted` on Ctrl-C, `failed` on any other exception (the calls and
+        results it finished stay stored). `resume` continues an existing run instead of starting
+        one."""
+        run = Run(resume or self.start_run(kind, pool=pool, config=config))
+        try:
+            yield run
+        except KeyboardInterrupt:
+            self.finish_run(run.run_id, "interrupted", run.summary)
+            raise
+        except BaseException:
+            self.finish_run(run.run_id, "failed", run.summary)
+            raise
+        self.finish_run(run.run_id, "finished", run.summary)
 
     def finish_run(self, run_id: str, status: str, summary: dict[str, Any] | None = None) -> None:
         with self.engine.begin() as db:
