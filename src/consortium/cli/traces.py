@@ -6,7 +6,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -17,6 +17,9 @@ from consortium.cli.options import (
     TracesOption,
 )
 from consortium.errors import ConsortiumError
+
+if TYPE_CHECKING:
+    from consortium.runtime.store import TraceStore
 
 
 @traces_app.command("view")
@@ -64,19 +67,30 @@ def traces_list(traces: TracesOption = DEFAULT_TRACES) -> None:
     console.print(table)
 
 
-@traces_app.command("show")
-def traces_show(
-    run: Annotated[str, typer.Argument(help="Run id (see `consortium traces list`), or `latest`.")],
-    limit: Annotated[int, typer.Option(help="Calls to show.")] = 50,
-    traces: TracesOption = DEFAULT_TRACES,
-) -> None:
-    """One run: its calls (task, turn, model, role, tokens, cost, latency, verdict, error)."""
+RunArgument = Annotated[
+    str, typer.Argument(help="Run id (see `consortium traces list`), or `latest`.")
+]
+
+
+def _stored_run(traces: str, run: str) -> tuple[TraceStore, dict[str, Any]]:
+    """The store and the header of `run` (`latest`: the run started last), or a clear error."""
     from consortium.runtime.store import TraceStore
 
     store = TraceStore(traces)
     header = store.run(run)
     if header is None:
         raise ConsortiumError(f"no run {run!r} in {traces}")
+    return store, header
+
+
+@traces_app.command("show")
+def traces_show(
+    run: RunArgument,
+    limit: Annotated[int, typer.Option(help="Calls to show.")] = 50,
+    traces: TracesOption = DEFAULT_TRACES,
+) -> None:
+    """One run: its calls (task, turn, model, role, tokens, cost, latency, verdict, error)."""
+    store, header = _stored_run(traces, run)
     run = header["run_id"]
     console.print(f"run {run} · {header['kind']} · {header['status']} · pool {header['pool']}")
     table = Table()
@@ -122,17 +136,12 @@ def dollars(cost: float) -> str:
 
 @traces_app.command("export")
 def traces_export(
-    run: Annotated[str, typer.Argument(help="Run id, or `latest`.")],
+    run: RunArgument,
     out: Annotated[Path | None, typer.Option(help="File to write (default: stdout).")] = None,
     traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
     """Every call of a run as JSON lines (messages included)."""
-    from consortium.runtime.store import TraceStore
-
-    store = TraceStore(traces)
-    header = store.run(run)
-    if header is None:
-        raise ConsortiumError(f"no run {run!r} in {traces}")
+    store, header = _stored_run(traces, run)
     run = header["run_id"]
     handle = out.open("w", encoding="utf-8") if out else sys.stdout
     written = 0
