@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -16,9 +15,7 @@ from consortium.cli.options import (
     RayAddressOption,
     TracesOption,
 )
-from consortium.config import load_pool
 from consortium.errors import ConsortiumError
-from consortium.runtime.telemetry import Telemetry
 
 
 @app.command()
@@ -123,91 +120,53 @@ def evolve(
         --tasks replay:data=DIR:source=routerbench:split=train \\
         --final replay:data=DIR:source=routerbench:split=test
     """
-    from consortium.coord.registry import build_coordinator
     from consortium.evolve.guards import GuardConfig
-    from consortium.evolve.loop import EvolveConfig, EvolveInputs, EvolveLoop, split_tasks
-    from consortium.evolve.proposals import PROPOSERS, ProposerSettings
-    from consortium.evolve.report import write_report
-    from consortium.evolve.strategies import Plan, Strategy
-    from consortium.pool import Pool
-    from consortium.runtime.dist import make_executor
-    from consortium.runtime.store import TraceStore
-    from consortium.tasks.registry import load_task_set
-    from consortium.train.es import TrainConfig
+    from consortium.evolve.loop import EvolveConfig
+    from consortium.evolve.session import EvolveRequest, run_evolve
 
     if test not in ("sign", "bootstrap"):
         raise ConsortiumError("--test must be sign or bootstrap")
-    chosen = [name for name in proposers.split(",") if name]
-    unknown = [name for name in chosen if name not in PROPOSERS]
-    if unknown or not chosen:
-        raise ConsortiumError(f"--proposers: expected some of {', '.join(PROPOSERS)}")
-    config = load_pool(pool)
-    tuning_set = load_task_set(tasks)
-    if heldout is None:
-        tuning_pool, heldout_pool = split_tasks(tuning_set.tasks, seed)
-        description = f"{tuning_set.description}; tuning and held-out halves of {tasks}"
-    else:
-        heldout_set = load_task_set(heldout)
-        tuning_pool, heldout_pool = tuning_set.tasks, heldout_set.tasks
-        description = f"{tuning_set.description}; tuning {tasks}; held-out {heldout}"
-    final_pool = load_task_set(final).tasks if final else None
-    if final:
-        description += f"; final comparison {final}"
-    first = Strategy(default=Plan(first=start)) if start else None
-    if first is not None:
-        build_coordinator(first.default.first, config, seed)  # a bad --start fails before any call
-    settings = EvolveConfig(
-        rounds=rounds,
-        tuning_batch=batch,
-        heldout_batch=heldout_batch,
+    guard = GuardConfig(
+        alpha=alpha,
+        margin=margin,
+        test=test,  # type: ignore[arg-type]
+        cheaper_by=cheaper_by,
+        noninferiority=noninferiority,
+        max_cost_per_task=max_cost_per_task,
+        max_calls_per_task=max_calls_per_task,
         seed=seed,
-        concurrency=concurrency,
-        final_limit=final_limit,
-        guard=GuardConfig(
-            alpha=alpha,
-            margin=margin,
-            test=test,  # type: ignore[arg-type]
-            cheaper_by=cheaper_by,
-            noninferiority=noninferiority,
-            max_cost_per_task=max_cost_per_task,
-            max_calls_per_task=max_calls_per_task,
-            seed=seed,
-        ),
     )
-    proposer_settings = ProposerSettings(
+    request = EvolveRequest(
+        pool=pool,
+        tasks=tasks,
+        out=out,
+        heldout=heldout,
+        final=final,
+        start=start,
+        proposers=tuple(name for name in proposers.split(",") if name),
         tolerance=tolerance,
-        retrain=TrainConfig(generations=retrain_generations, popsize=16, minibatch=40, seed=seed),
+        retrain_generations=retrain_generations,
+        loop=EvolveConfig(
+            rounds=rounds,
+            tuning_batch=batch,
+            heldout_batch=heldout_batch,
+            seed=seed,
+            concurrency=concurrency,
+            final_limit=final_limit,
+            guard=guard,
+        ),
+        resume=resume,
+        executor=executor,
+        ray_address=ray_address,
+        traces=traces,
     )
-    store = TraceStore(traces)
 
-    def show(summary: dict[str, object]) -> None:
+    def show(summary: dict[str, Any]) -> None:
         heldout_row = summary["heldout"]
-        assert isinstance(heldout_row, dict)
         err_console.print(
             f"round {summary['round']}: held-out {100 * heldout_row['accuracy']:.1f}% at "
             f"{heldout_row['cost_per_task']:.2e} USD/task; adopted: {summary['adopted'] or 'none'}"
         )
 
-    async def go() -> dict[str, object]:
-        async with Pool(config) as members:
-            inputs = EvolveInputs(
-                pool=members,
-                pool_name=f"{pool} ({tuning_set.description})",
-                tuning_pool=tuning_pool,
-                heldout_pool=heldout_pool,
-                final_pool=final_pool,
-                telemetry=Telemetry.from_env(),
-                executor=make_executor(executor, ray_address),
-                grader=tuning_set.grader,
-                resolve=lambda spec: build_coordinator(spec, config, seed),
-                models=config.names,
-                store=store,
-                proposers=[PROPOSERS[name](proposer_settings) for name in chosen],
-                tasks_description=description,
-            )
-            loop = EvolveLoop(inputs, settings, out, start=first, resume=resume, on_round=show)
-            return await loop.run()
-
-    state = asyncio.run(go())
-    report = write_report(state, out)
+    _state, report = run_evolve(request, on_round=show)
     console.print(f"report: {report} (rounds.png, pareto.png beside it)")
