@@ -300,3 +300,57 @@ async def test_a_call_sends_the_key_the_model_and_the_params_as_given(
     assert body["model"] == "remote-id" and body["messages"] == messages
     assert (body["max_tokens"], body["temperature"], body["seed"]) == (7, 0.0, 3)
     assert server.headers[0]["authorization"] == "Bearer sk-test-123"
+
+
+class _Scripted:
+    """An in-process backend: streams `pieces`, then fails if told to."""
+
+    def __init__(self, name: str, pieces: list[str], fail: bool) -> None:
+        self.name, self.pieces, self.fail = name, pieces, fail
+        self.calls = 0
+
+    async def chat(self, messages: object, **params: object) -> Completion:
+        self.calls += 1
+        on_delta = params.get("on_delta")
+        for piece in self.pieces:
+            if callable(on_delta):
+                on_delta(piece)
+        if self.fail:
+            raise AgentError(self.name, "connection dropped")
+        return Completion("".join(self.pieces), self.name)
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("sent_before_failing", [[], ["The answer is 1"]])
+async def test_a_fallback_never_continues_a_stream_another_model_began(
+    sent_before_failing: list[str],
+) -> None:
+    """Fails before any text: the fallback answers and streams its own text. Fails after some
+    text reached the listener: the error is raised, and no other model's text is appended."""
+    from consortium.config import parse_pool
+    from consortium.pool import Pool
+    from consortium.runtime.caller import Caller
+
+    config = parse_pool(
+        {
+            "models": [
+                {"name": "a", "base_url": "http://a/v1", "model": "a", "fallback": "b"},
+                {"name": "b", "base_url": "http://b/v1", "model": "b"},
+            ]
+        }
+    )
+    first = _Scripted("a", sent_before_failing, fail=True)
+    second = _Scripted("b", ["The answer ", "is 2"], fail=False)
+    heard: list[str] = []
+    async with Pool(config, agents={"a": first, "b": second}) as pool:
+        caller = Caller(pool, None, "test").for_task("t", "test")
+        caller.stream_to = heard.append
+        if sent_before_failing:
+            with pytest.raises(AgentError, match="connection dropped"):
+                await caller.call("a", [user("1 + 1?")], final=True)
+            assert heard == sent_before_failing and second.calls == 0
+        else:
+            completion = await caller.call("a", [user("1 + 1?")], final=True)
+            assert completion.text == "The answer is 2" and heard == ["The answer ", "is 2"]

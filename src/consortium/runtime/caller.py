@@ -101,10 +101,19 @@ class TaskCaller:
 
         A model with a `fallback` in the pool file that fails (after its own retries, or with
         its circuit open) is replaced by the fallback for this call, traced as standing in for
-        it (`fallback_from`); a chain of fallbacks never revisits a model."""
+        it (`fallback_from`); a chain of fallbacks never revisits a model. Not once a streamed
+        call has sent text: the listener already holds part of this model's answer, so the
+        failure is raised instead of appending another model's text to it."""
         params = {**params, **self.overrides}
+        streamed: list[str] = []
         if final and self.stream_to is not None:
-            params["on_delta"] = self.stream_to
+            listener = self.stream_to
+
+            def relay(delta: str) -> None:
+                streamed.append(delta)
+                listener(delta)
+
+            params["on_delta"] = relay
         tried: list[str] = []
         current, stands_in_for = model, None
         while True:
@@ -115,7 +124,7 @@ class TaskCaller:
             except AgentError:
                 tried.append(current)
                 substitute = self.run.pool.model(current).fallback
-                if substitute is None or substitute in tried:
+                if substitute is None or substitute in tried or streamed:
                     raise
                 current, stands_in_for = substitute, current
 
