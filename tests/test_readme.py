@@ -91,6 +91,14 @@ def test_the_readme_runs_top_to_bottom(tmp_path: Path, replay_dir: Path) -> None
     answer = json.loads(run.stdout[run.stdout.rindex('{"id"') :].strip())
     assert answer["model"] == "consortium" and answer["choices"][0]["message"]["content"]
 
+    # run from the checkout, the session leaves `git status` clean: everything it wrote is ignored
+    written = [p.name for p in tmp_path.iterdir() if p.name != "policies"]
+    assert "replay.toml" in written and "consortium-traces.db" in written
+    ignored = subprocess.run(
+        ["git", "check-ignore", *written], cwd=ROOT, capture_output=True, text=True
+    ).stdout.split()
+    assert sorted(ignored) == sorted(written)
+
 
 def test_docs_commands_name_real_subcommands_and_options() -> None:
     from consortium.cli import command
