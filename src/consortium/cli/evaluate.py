@@ -121,15 +121,16 @@ def evaluate(
     finally:
         if progress.live.is_started:
             progress.stop()
+    table = result.markdown()
     if protocol == "routerdc":
-        console.print(result.markdown(), markup=False, highlight=False, soft_wrap=True)
+        console.print(table, markup=False, highlight=False, soft_wrap=True)
     else:
         console.print(to_rich(result.report))
     if json_out:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(result.to_json(), indent=2))
     if markdown:
-        markdown.write_text(result.markdown())
+        markdown.write_text(table)
     if png:
         plot_report(to_json(result.report), png)
     run_id = result.run_id

@@ -24,7 +24,7 @@ from consortium.runtime.dist import make_executor
 from consortium.runtime.store import DEFAULT_TRACES, TraceStore
 from consortium.runtime.telemetry import Telemetry
 from consortium.tasks.base import Task
-from consortium.tasks.registry import load_task_set
+from consortium.tasks.registry import TaskSet, load_task_set
 from consortium.train.es import TrainConfig
 
 
@@ -61,7 +61,8 @@ class _TaskPools:
     description: str
 
 
-def _task_pools(request: EvolveRequest) -> tuple[_TaskPools, Any]:
+def _task_pools(request: EvolveRequest) -> tuple[_TaskPools, TaskSet]:
+    """The tuning, held-out and final tasks, and the task set they come from (its grader)."""
     tuning_set = load_task_set(request.tasks)
     if request.heldout is None:
         tuning, heldout = split_tasks(tuning_set.tasks, request.loop.seed)

@@ -105,12 +105,13 @@ class TaskCaller:
         call has sent text: the listener already holds part of this model's answer, so the
         failure is raised instead of appending another model's text to it."""
         params = {**params, **self.overrides}
-        streamed: list[str] = []
+        streamed = False
         if final and self.stream_to is not None:
             listener = self.stream_to
 
             def relay(delta: str) -> None:
-                streamed.append(delta)
+                nonlocal streamed
+                streamed = True
                 listener(delta)
 
             params["on_delta"] = relay
