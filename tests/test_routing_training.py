@@ -30,7 +30,7 @@ from consortium.coord.trinity.policy import HeadSetup, load_policy, save_policy
 from consortium.errors import ConfigError
 from consortium.replay.data import ReplayData
 from consortium.replay.pool import replay_pool
-from consortium.smallmodels.files import SMOLLM2
+from consortium.smallmodels.files import SMOLLM2, cache_root
 from consortium.tasks.registry import load_task_set
 from consortium.train.recorded import (
     RecordedConfig,
@@ -468,6 +468,8 @@ def test_smollm2_encoder_takes_the_penultimate_hidden_state(tmp_path: Path) -> N
 
     encoder = smollm2_encoder(batch_size=2)
     assert (encoder.name, encoder.dim) == (SMOLLM2_NAME, 576)
+    # dequantized once, then loaded from the cache (by this test or an earlier one)
+    assert (cache_root() / "dequantized" / SMOLLM2.sha256[:16] / "config.json").is_file()
     texts = [
         "What is 6 x 7?",
         "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips "

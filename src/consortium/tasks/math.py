@@ -5,8 +5,6 @@ from __future__ import annotations
 import re
 import threading
 
-from math_verify import parse, verify
-
 from consortium.tasks.base import Grade, Task
 
 MAX_ANSWER_CHARS = 1000
@@ -65,6 +63,9 @@ def _timeout() -> int | None:
 
 
 def equivalent(reference: str, answer: str) -> bool:
+    # math-verify pulls in sympy (about 0.6 s); commands that grade no math skip it.
+    from math_verify import parse, verify
+
     timeout = _timeout()
     gold = parse(_as_math(reference), parsing_timeout=timeout or 0)
     predicted = parse(_as_math(answer), parsing_timeout=timeout or 0)
