@@ -247,8 +247,9 @@ def hash_setup(data: ReplayData) -> tuple[list[Task], HeadSetup]:
     return tasks, HeadSetup(StandardizedEncoder(HashEncoder(), Standardizer.fit(features)), models)
 
 
+@pytest.mark.parametrize("optimizer", ["es", "reinforce", "random"])
 async def test_resume_after_interruption_matches_an_uninterrupted_run(
-    replay_server: ReplayServerProcess, replay_data: ReplayData, tmp_path: Path
+    optimizer: str, replay_server: ReplayServerProcess, replay_data: ReplayData, tmp_path: Path
 ) -> None:
     tasks, setup = hash_setup(replay_data)
     config = TrainConfig(generations=4, popsize=6, minibatch=10, sigma0=0.5, seed=3)
@@ -256,7 +257,13 @@ async def test_resume_after_interruption_matches_an_uninterrupted_run(
     caller = Caller(pool, None, "train")
 
     whole = await train_online(
-        setup, tasks, ReplayGrader(), caller, config, checkpoint=tmp_path / "a.pkl"
+        setup,
+        tasks,
+        ReplayGrader(),
+        caller,
+        config,
+        optimizer=optimizer,
+        checkpoint=tmp_path / "a.pkl",
     )
 
     class Interrupted(Exception):
@@ -273,11 +280,19 @@ async def test_resume_after_interruption_matches_an_uninterrupted_run(
             ReplayGrader(),
             caller,
             config,
+            optimizer=optimizer,
             checkpoint=tmp_path / "b.pkl",
             on_step=stop_after_two,
         )
     resumed = await train_online(
-        setup, tasks, ReplayGrader(), caller, config, checkpoint=tmp_path / "b.pkl", resume=True
+        setup,
+        tasks,
+        ReplayGrader(),
+        caller,
+        config,
+        optimizer=optimizer,
+        checkpoint=tmp_path / "b.pkl",
+        resume=True,
     )
     await pool.aclose()
     assert resumed.step == whole.step == 4

@@ -112,7 +112,7 @@ class Reinforce(Optimizer):
 
     def __init__(self, start: np.ndarray, options: OptimizerOptions) -> None:
         self.policy = start.copy()
-        self.n_candidates = options.popsize if options.shared_minibatch else 1
+        self.n_candidates = candidates_per_step("reinforce", options)
         self.learning_rate = options.learning_rate
         self.update = options.update
         self.moment = np.zeros_like(self.policy)
