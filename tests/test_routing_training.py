@@ -266,17 +266,23 @@ def test_the_same_seed_gives_the_same_vector(optimizer: str) -> None:
     assert not np.array_equal(first.vector, other.vector)
 
 
-@pytest.mark.parametrize("reward", ["recorded", "draw"])
+@pytest.mark.parametrize(("reward", "seeding"), [("recorded", "sequential"), ("draw", "per_step")])
 @pytest.mark.parametrize("optimizer", ["es", "reinforce", "random"])
 def test_a_resumed_run_ends_as_an_uninterrupted_one(
-    optimizer: str, reward: str, tmp_path: Path
+    optimizer: str, reward: str, seeding: str, tmp_path: Path
 ) -> None:
     """Killed after step 3, resumed from its checkpoint: the same vector and curve (the
     sequential generator and cmaes's own RNG travel in the checkpoint)."""
     train, _, _ = sign_rule_problem(n_datasets=3)
     config = RecordedConfig(
-        optimizer=optimizer, rollouts=6_000, popsize=4, minibatch=60, sigma0=0.3, reward=reward
-    )  # type: ignore[call-arg]
+        optimizer=optimizer,
+        rollouts=6_000,
+        popsize=4,
+        minibatch=60,
+        sigma0=0.3,
+        reward=reward,  # type: ignore[arg-type]
+        seeding=seeding,  # type: ignore[arg-type]
+    )
     start = imitation(train)
 
     class Interrupted(Exception):

@@ -221,8 +221,7 @@ class RecordedObjective:
             indicator = np.zeros_like(p)
             indicator[np.arange(len(rows)), choice] = 1.0
             gradient[i, : problem.n_models] = ((indicator - p) * advantage[:, None]).T @ features
-        total = gradient[0] if len(candidates) == 1 else gradient.sum(axis=0)
-        return Outcome(rewards, total.reshape(-1), len(rewards))
+        return Outcome(rewards, gradient.sum(axis=0).reshape(-1), len(rewards))
 
 
 def recorded_schedule(problem: RoutingProblem, config: RecordedConfig) -> Schedule:
