@@ -51,9 +51,10 @@ from consortium.replay.protocol import (
 from consortium.report import markdown_table
 from consortium.tasks.base import Task
 from consortium.tasks.replay import ID_DATASETS, OOD_DATASETS, load_replay_tasks
-from consortium.train.recorded import RecordedConfig, RoutingProblem
+from consortium.train.recorded import RoutingProblem
 from consortium.train.routers import KnnRouter, MlpRouter, PerDatasetBest, random_choices
-from consortium.train.routing import RouterTraining, encode_all, fit_head
+from consortium.train.routing import encode_all, fit_head
+from consortium.train.settings import RecordedConfig, RouterTraining
 
 ID = ",".join(ID_DATASETS)
 ALL = ",".join([*ID_DATASETS, *OOD_DATASETS])

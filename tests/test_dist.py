@@ -22,8 +22,9 @@ from consortium.runtime.caller import Caller
 from consortium.runtime.dist import RayExecutor, shards
 from consortium.runtime.store import TraceStore
 from consortium.tasks.replay import ReplayGrader, load_replay_tasks
-from consortium.train.es import TrainConfig, train_es
 from consortium.train.grpo import WorkflowReward
+from consortium.train.online import train_online
+from consortium.train.settings import TrainConfig
 from tests.test_trinity import hash_setup
 
 
@@ -51,8 +52,10 @@ async def test_sep_cma_es_on_ray_equals_local(
     pool_config = replay_pool(replay_data, replay_server.base_url, replay_data.models["split2"])
     async with Pool(pool_config) as pool:
         caller = Caller(pool, None, "train")
-        local = await train_es(setup, tasks, ReplayGrader(), caller, config)
-        remote = await train_es(setup, tasks, ReplayGrader(), caller, config, executor=ray_executor)
+        local = await train_online(setup, tasks, ReplayGrader(), caller, config)
+        remote = await train_online(
+            setup, tasks, ReplayGrader(), caller, config, executor=ray_executor
+        )
     assert remote.history == local.history
     assert np.array_equal(remote.vector, local.vector) and not np.allclose(local.vector, 0)
 

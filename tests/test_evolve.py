@@ -466,7 +466,8 @@ async def test_retrain_trinity_warm_starts_from_the_incumbent_policy(
     from consortium.coord.trinity.policy import HeadSetup, save_policy
     from consortium.evolve.measure import Evaluator
     from consortium.evolve.proposals import RetrainTrinity
-    from consortium.train.es import TrainConfig, train_es
+    from consortium.train.online import train_online
+    from consortium.train.settings import TrainConfig
     from tests.test_trinity import hash_setup
 
     tasks, setup = hash_setup(replay_data)
@@ -481,7 +482,7 @@ async def test_retrain_trinity_warm_starts_from_the_incumbent_policy(
     train = TrainConfig(generations=2, popsize=4, minibatch=10, sigma0=0.1)
     async with Pool(config) as pool:
         caller = Caller(pool, None, "test")
-        unmoved = await train_es(
+        unmoved = await train_online(
             setup, tasks, ReplayGrader(), caller, replace(train, generations=0), init=start
         )
         assert np.array_equal(unmoved.vector, start)  # the warm start is the starting mean

@@ -32,14 +32,10 @@ from consortium.replay.data import ReplayData
 from consortium.replay.pool import replay_pool
 from consortium.smallmodels.files import SMOLLM2, cache_root
 from consortium.tasks.registry import load_task_set
-from consortium.train.recorded import (
-    RecordedConfig,
-    RecordedRun,
-    RoutingProblem,
-    imitation,
-    train_recorded,
-)
+from consortium.train.fit import FitState
+from consortium.train.recorded import RoutingProblem, imitation, train_recorded
 from consortium.train.routers import KnnRouter, MlpRouter, PerDatasetBest, random_choices
+from consortium.train.settings import RecordedConfig
 
 # ---------------------------------------------------------------------------------------------
 # Synthetic problems
@@ -258,7 +254,7 @@ def test_unknown_optimizer_is_a_value_error() -> None:
 def test_the_same_seed_gives_the_same_vector(optimizer: str) -> None:
     train, _, _ = sign_rule_problem()
 
-    def run(seed: int) -> RecordedRun:
+    def run(seed: int) -> FitState:
         config = RecordedConfig(
             optimizer=optimizer, rollouts=20_000, popsize=8, minibatch=50, seed=seed
         )
@@ -268,6 +264,67 @@ def test_the_same_seed_gives_the_same_vector(optimizer: str) -> None:
     assert np.array_equal(first.vector, again.vector)
     assert first.history == again.history
     assert not np.array_equal(first.vector, other.vector)
+
+
+@pytest.mark.parametrize(("reward", "seeding"), [("recorded", "sequential"), ("draw", "per_step")])
+@pytest.mark.parametrize("optimizer", ["es", "reinforce", "random"])
+def test_a_resumed_run_ends_as_an_uninterrupted_one(
+    optimizer: str, reward: str, seeding: str, tmp_path: Path
+) -> None:
+    """Killed after step 3, resumed from its checkpoint: the same vector and curve (the
+    sequential generator and cmaes's own RNG travel in the checkpoint)."""
+    train, _, _ = sign_rule_problem(n_datasets=3)
+    config = RecordedConfig(
+        optimizer=optimizer,
+        rollouts=6_000,
+        popsize=4,
+        minibatch=60,
+        sigma0=0.3,
+        reward=reward,  # type: ignore[arg-type]
+        seeding=seeding,  # type: ignore[arg-type]
+    )
+    start = imitation(train)
+
+    class Interrupted(Exception):
+        pass
+
+    def stop_after_three(state: FitState) -> None:
+        if state.step == 3:
+            raise Interrupted
+
+    # copies: sep-CMA-ES moves the mean it was given in place
+    whole = train_recorded(train, config, init=start.copy(), checkpoint=tmp_path / "a.pkl")
+    with pytest.raises(Interrupted):
+        train_recorded(
+            train,
+            config,
+            init=start.copy(),
+            checkpoint=tmp_path / "b.pkl",
+            on_step=stop_after_three,
+        )
+    resumed = train_recorded(train, config, checkpoint=tmp_path / "b.pkl", resume=True)
+    assert len(whole.history) == 25 and resumed.step == whole.step
+    assert np.array_equal(resumed.vector, whole.vector)
+    assert resumed.history == whole.history
+    assert not np.array_equal(whole.vector, start)  # it moved
+    with pytest.raises(ConfigError, match="seed: checkpoint 0 vs now 1"):
+        train_recorded(train, replace(config, seed=1), checkpoint=tmp_path / "b.pkl", resume=True)
+
+
+def test_every_optimizer_spends_the_same_budget() -> None:
+    """The fit loop gives each step popsize x minibatch rollouts, however an optimizer splits
+    them (REINFORCE: one sampled rollout per question of a popsize x minibatch batch)."""
+    train, _, _ = sign_rule_problem(n_datasets=3)
+    runs = [
+        train_recorded(
+            train, RecordedConfig(optimizer=name, rollouts=10_000, popsize=4, minibatch=60)
+        )
+        for name in ("es", "reinforce", "random")
+    ]
+    assert [[row["rollouts"] for row in run.history] for run in runs] == [
+        [240.0 * step for step in range(1, 42)]
+    ] * 3
+    assert [run.rollouts for run in runs] == [41 * 240] * 3
 
 
 def test_random_search_keeps_a_winning_warm_start() -> None:

@@ -28,7 +28,8 @@ from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
 from consortium.tasks.base import Task
 from consortium.tasks.replay import ID_DATASETS, ReplayGrader, load_replay_tasks
-from consortium.train.es import TrainConfig, train_es
+from consortium.train.online import train_online
+from consortium.train.settings import TrainConfig
 from consortium.types import Completion, Message, Usage
 
 
@@ -246,38 +247,55 @@ def hash_setup(data: ReplayData) -> tuple[list[Task], HeadSetup]:
     return tasks, HeadSetup(StandardizedEncoder(HashEncoder(), Standardizer.fit(features)), models)
 
 
+@pytest.mark.parametrize("optimizer", ["es", "reinforce", "random"])
 async def test_resume_after_interruption_matches_an_uninterrupted_run(
-    replay_server: ReplayServerProcess, replay_data: ReplayData, tmp_path: Path
+    optimizer: str, replay_server: ReplayServerProcess, replay_data: ReplayData, tmp_path: Path
 ) -> None:
     tasks, setup = hash_setup(replay_data)
     config = TrainConfig(generations=4, popsize=6, minibatch=10, sigma0=0.5, seed=3)
     pool = Pool(replay_pool(replay_data, replay_server.base_url, replay_data.models["split2"]))
     caller = Caller(pool, None, "train")
 
-    whole = await train_es(setup, tasks, ReplayGrader(), caller, config, tmp_path / "a.pkl")
+    whole = await train_online(
+        setup,
+        tasks,
+        ReplayGrader(),
+        caller,
+        config,
+        optimizer=optimizer,
+        checkpoint=tmp_path / "a.pkl",
+    )
 
     class Interrupted(Exception):
         pass
 
     def stop_after_two(state: Any) -> None:
-        if state.generation == 2:
+        if state.step == 2:
             raise Interrupted
 
     with pytest.raises(Interrupted):
-        await train_es(
+        await train_online(
             setup,
             tasks,
             ReplayGrader(),
             caller,
             config,
-            tmp_path / "b.pkl",
-            on_generation=stop_after_two,
+            optimizer=optimizer,
+            checkpoint=tmp_path / "b.pkl",
+            on_step=stop_after_two,
         )
-    resumed = await train_es(
-        setup, tasks, ReplayGrader(), caller, config, tmp_path / "b.pkl", resume=True
+    resumed = await train_online(
+        setup,
+        tasks,
+        ReplayGrader(),
+        caller,
+        config,
+        optimizer=optimizer,
+        checkpoint=tmp_path / "b.pkl",
+        resume=True,
     )
     await pool.aclose()
-    assert resumed.generation == whole.generation == 4
+    assert resumed.step == whole.step == 4
     assert np.array_equal(resumed.vector, whole.vector)
     assert resumed.history == whole.history
     assert not np.allclose(whole.vector, 0)  # it moved
@@ -286,16 +304,14 @@ async def test_resume_after_interruption_matches_an_uninterrupted_run(
 async def test_baseline_optimizers_spend_the_same_budget(
     replay_server: ReplayServerProcess, replay_data: ReplayData
 ) -> None:
-    from consortium.train.reinforce import train_reinforce
-    from consortium.train.search import train_random_search
-
     tasks, setup = hash_setup(replay_data)
     config = TrainConfig(generations=3, popsize=4, minibatch=10, seed=1)
     pool = Pool(replay_pool(replay_data, replay_server.base_url, replay_data.models["split2"]))
     caller = Caller(pool, None, "train")
-    es = await train_es(setup, tasks, ReplayGrader(), caller, config)
-    reinforce = await train_reinforce(setup, tasks, ReplayGrader(), caller, config)
-    search = await train_random_search(setup, tasks, ReplayGrader(), caller, config)
+    es, reinforce, search = [
+        await train_online(setup, tasks, ReplayGrader(), caller, config, optimizer=name)
+        for name in ("es", "reinforce", "random")
+    ]
     await pool.aclose()
     budgets = [s.history[-1]["rollouts"] for s in (es, reinforce, search)]
     assert budgets == [config.budget] * 3 == [3 * 4 * 10] * 3
@@ -325,7 +341,8 @@ def test_sep_cma_es_killed_with_sigkill_resumes_to_the_same_policy(
         "from consortium.replay.pool import replay_pool\n"
         "from consortium.runtime.caller import Caller\n"
         "from consortium.tasks.replay import ReplayGrader\n"
-        "from consortium.train.es import TrainConfig, train_es\n"
+        "from consortium.train.online import train_online\n"
+        "from consortium.train.settings import TrainConfig\n"
         "from tests.test_trinity import hash_setup\n"
         "data_dir, base_url, checkpoint, resume, out = sys.argv[1:6]\n"
         "data = load_replay(data_dir, sources=['split2'])\n"
@@ -333,13 +350,14 @@ def test_sep_cma_es_killed_with_sigkill_resumes_to_the_same_policy(
         "config = TrainConfig(generations=8, popsize=6, minibatch=10, sigma0=0.5, seed=11)\n"
         "async def main():\n"
         "    async with Pool(replay_pool(data, base_url, data.models['split2'])) as pool:\n"
-        "        state = await train_es(setup, tasks, ReplayGrader(), Caller(pool, None, 't'),\n"
-        "                               config, Path(checkpoint), resume=resume == 'yes')\n"
+        "        state = await train_online(\n"
+        "            setup, tasks, ReplayGrader(), Caller(pool, None, 't'), config,\n"
+        "            checkpoint=Path(checkpoint), resume=resume == 'yes')\n"
         "    np.save(out, state.vector)\n"
         "asyncio.run(main())\n"
     )
     root = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "PYTHONPATH": str(root)}
+    env = {**os.environ, "PYTHONPATH": f"{root / 'src'}{os.pathsep}{root}"}
     with ReplayServerProcess(replay_dir, "--sources", "split2", "--latency-base", "0.05") as slow:
 
         def train(checkpoint: str, resume: str, out: str) -> subprocess.Popen[bytes]:

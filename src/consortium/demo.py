@@ -32,8 +32,8 @@ from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
 from consortium.tasks.registry import load_task_set
 from consortium.tasks.replay import ID_DATASETS, OOD_DATASETS, ReplayGrader, load_replay_tasks
-from consortium.train.es import TrainConfig
 from consortium.train.session import fit_setup, train_trinity
+from consortium.train.settings import TrainConfig
 
 SECTIONS: dict[Source, tuple[list[str], dict[str, list[str]]]] = {
     "split2": (
@@ -168,7 +168,7 @@ def trinity_policy(
                 task_set,
                 setup,
                 policy,
-                TrainConfig(generations=30, minibatch=80, sigma0=0.5),
+                TrainConfig(generations=30),
             )
         )
     return load_policy(policy)

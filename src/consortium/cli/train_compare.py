@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -18,6 +19,7 @@ from consortium.cli.options import (
     SigmaOption,
 )
 from consortium.config import load_pool
+from consortium.train.settings import COMPARISON
 
 
 @train_app.command("compare")
@@ -27,17 +29,18 @@ def train_compare(
     test_tasks: Annotated[str, typer.Option("--test-tasks", help="Held-out test tasks.")],
     out: Annotated[Path, typer.Option(help="Folder for the runs and the comparison report.")],
     seeds: Annotated[int, typer.Option(help="Seeds per optimizer.")] = 3,
-    generations: Annotated[int, typer.Option(help="Generations (iterations) per run.")] = 30,
-    popsize: PopsizeOption = 32,
-    minibatch: MinibatchOption = 80,
-    sigma0: SigmaOption = 0.5,
+    generations: Annotated[
+        int, typer.Option(help="Generations (iterations) per run.")
+    ] = COMPARISON.generations,
+    popsize: PopsizeOption = COMPARISON.popsize,
+    minibatch: MinibatchOption = COMPARISON.minibatch,
+    sigma0: SigmaOption = COMPARISON.sigma0,
     components: ComponentsOption = 16,
 ) -> None:
     """sep-CMA-ES vs REINFORCE vs random search at the same budget, mean ± std over seeds."""
     from consortium.coord.trinity.policy import default_encoder
     from consortium.tasks.registry import load_task_set
     from consortium.train.compare import compare_optimizers, comparison_plot, comparison_table
-    from consortium.train.es import TrainConfig
     from consortium.train.session import fit_setup
 
     config = load_pool(pool)
@@ -48,8 +51,8 @@ def train_compare(
     setup = fit_setup(
         features, train, config.names, components=components or None, max_turns=1, roles=("worker",)
     )
-    train_config = TrainConfig(
-        generations=generations, popsize=popsize, minibatch=minibatch, sigma0=sigma0
+    train_config = replace(
+        COMPARISON, generations=generations, popsize=popsize, minibatch=minibatch, sigma0=sigma0
     )
     scores = asyncio.run(
         compare_optimizers(

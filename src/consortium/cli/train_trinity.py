@@ -20,6 +20,9 @@ from consortium.cli.options import (
 )
 from consortium.config import load_pool
 from consortium.errors import ConsortiumError
+from consortium.train.settings import RecordedConfig, RouterTraining, TrainConfig
+
+ONLINE, RECORDED, ROUTER = TrainConfig(), RecordedConfig(), RouterTraining(RecordedConfig())
 
 
 @train_app.command("trinity")
@@ -32,11 +35,13 @@ def train_trinity(
         ),
     ],
     out: Annotated[Path, typer.Option(help="Policy directory to write (and resume from).")],
-    generations: Annotated[int, typer.Option(help="Generations (iterations).")] = 40,
-    popsize: PopsizeOption = 32,
-    minibatch: MinibatchOption = 80,
-    sigma0: SigmaOption = 0.5,
-    seed: Annotated[int, typer.Option(help="Seed of everything random.")] = 0,
+    generations: Annotated[
+        int, typer.Option(help="Generations (iterations).")
+    ] = ONLINE.generations,
+    popsize: PopsizeOption = ONLINE.popsize,
+    minibatch: MinibatchOption = ONLINE.minibatch,
+    sigma0: SigmaOption = ONLINE.sigma0,
+    seed: Annotated[int, typer.Option(help="Seed of everything random.")] = ONLINE.seed,
     optimizer: Annotated[str, typer.Option(help="es (sep-CMA-ES), reinforce or random.")] = "es",
     components: ComponentsOption = 16,
     max_turns: Annotated[int, typer.Option(help="Turns per task (paper: 5).")] = 1,
@@ -46,7 +51,7 @@ def train_trinity(
         typer.Option(
             help="Sample (model, role) in training rollouts, as the paper; default argmax."
         ),
-    ] = False,
+    ] = ONLINE.sample,
     encoder: Annotated[
         str,
         typer.Option(
@@ -69,8 +74,9 @@ def train_trinity(
     from consortium.progress import task_progress
     from consortium.runtime.dist import make_executor
     from consortium.tasks.registry import load_task_set
-    from consortium.train.es import TrainConfig, TrainState
-    from consortium.train.session import OPTIMIZERS, fit_setup
+    from consortium.train.fit import FitState
+    from consortium.train.optimizers import OPTIMIZERS
+    from consortium.train.session import fit_setup
     from consortium.train.session import train_trinity as run_training
 
     if optimizer not in OPTIMIZERS:
@@ -105,11 +111,11 @@ def train_trinity(
     with task_progress(err_console) as progress:
         bar = progress.add_task(f"{optimizer} generations", total=generations)
 
-        def show(state: TrainState) -> None:
+        def show(state: FitState) -> None:
             row = state.history[-1]
             progress.update(
                 bar,
-                completed=state.generation,
+                completed=state.step,
                 description=(
                     f"{optimizer} · reward {row['population_mean']:.3f} "
                     f"(best {row['population_best']:.3f})"
@@ -130,7 +136,7 @@ def train_trinity(
             )
         )
     console.print(
-        f"policy written to {out} after {state.generation} generations "
+        f"policy written to {out} after {state.step} generations "
         f"({setup.n_params:,} parameters); curve: {out / 'curve.png'}"
     )
 
@@ -148,49 +154,51 @@ def train_router(
     out: Annotated[Path, typer.Option(help="Policy directory to write.")],
     optimizer: Annotated[
         str, typer.Option(help="es (sep-CMA-ES), reinforce, random or imitation (no rollouts).")
-    ] = "es",
+    ] = RECORDED.optimizer,
     warm_start: Annotated[
         str, typer.Option(help="imitation (the paper's SFT baseline first) or none.")
-    ] = "imitation",
+    ] = ROUTER.warm_start,
     rollouts: Annotated[
         int, typer.Option(help="Budget: questions answered by candidates, summed.")
-    ] = 2_000_000,
-    popsize: PopsizeOption = 32,
-    minibatch: MinibatchOption = 250,
+    ] = RECORDED.rollouts,
+    popsize: PopsizeOption = RECORDED.popsize,
+    minibatch: MinibatchOption = RECORDED.minibatch,
     sigma0: Annotated[
         float,
         typer.Option(help="sep-CMA-ES's initial step (small after a warm start; ~0.5 from zeros)."),
-    ] = 0.002,
-    learning_rate: Annotated[float, typer.Option(help="REINFORCE's Adam step size.")] = 0.01,
-    l2: Annotated[float, typer.Option(help="Imitation's weight decay.")] = 1e-3,
+    ] = RECORDED.sigma0,
+    learning_rate: Annotated[
+        float, typer.Option(help="REINFORCE's Adam step size.")
+    ] = RECORDED.learning_rate,
+    l2: Annotated[float, typer.Option(help="Imitation's weight decay.")] = RECORDED.l2,
     question_weight: Annotated[
         float,
         typer.Option(
             help="Imitation target: this share of the per-question-best label, the rest the "
             "dataset's best model."
         ),
-    ] = 0.2,
+    ] = RECORDED.question_weight,
     validation: Annotated[
         float,
         typer.Option(
             help="Share of training questions that decides whether the optimizer beats the warm "
             "start (0: keep the optimizer's head)."
         ),
-    ] = 0.2,
+    ] = ROUTER.validation,
     reward: Annotated[
         str,
         typer.Option(
             help="recorded (the chosen model's recorded score: the expected binary reward) or "
             "draw (the paper's binary reward, a Bernoulli draw)."
         ),
-    ] = "recorded",
-    components: ComponentsOption = 0,
+    ] = RECORDED.reward,
+    components: ComponentsOption = ROUTER.components or 0,
     constant: Annotated[
         bool,
         typer.Option(
             "--constant/--no-constant", help="Append a constant feature (a bias for the head)."
         ),
-    ] = True,
+    ] = ROUTER.constant,
     encoder: Annotated[
         str, typer.Option(help="all-MiniLM-L6-v2 or SmolLM2-135M-Instruct (or a causal LM path).")
     ] = "all-MiniLM-L6-v2",
@@ -198,7 +206,7 @@ def train_router(
         Path | None,
         typer.Option(help="Feature cache (SQLite, keyed by text hash); default OUT/features.db."),
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of everything random.")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of everything random.")] = RECORDED.seed,
 ) -> None:
     """Train the TRINITY head for single-turn routing on recorded outcomes, in process.
 
@@ -214,8 +222,9 @@ def train_router(
     from consortium.coord.trinity.policy import default_encoder
     from consortium.progress import task_progress
     from consortium.tasks.registry import load_task_set
-    from consortium.train.recorded import OPTIMIZERS, RecordedConfig, RecordedRun
-    from consortium.train.routing import RouterTraining, recorded_scores
+    from consortium.train.fit import FitState
+    from consortium.train.recorded import OPTIMIZERS
+    from consortium.train.routing import recorded_scores
     from consortium.train.routing import train_router as run_training
 
     if optimizer not in OPTIMIZERS:
@@ -251,7 +260,7 @@ def train_router(
         encoding = progress.add_task(f"encoding with {encoder}", total=len(task_set.tasks))
         steps = progress.add_task(f"{optimizer} on recorded outcomes", total=rollouts)
 
-        def show(run: RecordedRun) -> None:
+        def show(run: FitState) -> None:
             progress.update(steps, completed=run.rollouts)
 
         setup, run, decision = run_training(

@@ -16,7 +16,7 @@ They see only the tuning batch; the guards judge their proposals on held-out tas
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +35,8 @@ from consortium.evolve.proposal import (
 )
 from consortium.evolve.strategies import Plan, Strategy
 from consortium.runtime.caller import Caller
-from consortium.train.es import TrainConfig, train_es
+from consortium.train.online import train_online
+from consortium.train.settings import RETRAIN, TrainConfig
 
 __all__ = [
     "PROPOSERS",
@@ -178,7 +179,7 @@ class RetrainTrinity:
             setup, vector = self.load(Path(spec))
             config = replace(self.config, seed=self.config.seed + context.round)
             evaluator = context.evaluator
-            state = await train_es(
+            state = await train_online(
                 setup,
                 context.tuning_pool or context.tuning,
                 evaluator.grader,
@@ -219,9 +220,7 @@ class RetrainTrinity:
 class ProposerSettings:
     tolerance: float = 0.01
     """Accuracy (fraction) a cheaper choice may give up on tuning tasks."""
-    retrain: TrainConfig = field(
-        default_factory=lambda: TrainConfig(generations=3, popsize=16, minibatch=40)
-    )
+    retrain: TrainConfig = RETRAIN
 
 
 PROPOSERS: dict[str, Callable[[ProposerSettings], Proposer]] = {

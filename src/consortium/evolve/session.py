@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from consortium.runtime.store import DEFAULT_TRACES, TraceStore
 from consortium.runtime.telemetry import Telemetry
 from consortium.tasks.base import Task
 from consortium.tasks.registry import TaskSet, load_task_set
-from consortium.train.es import TrainConfig
+from consortium.train.settings import RETRAIN
 
 
 @dataclass(frozen=True)
@@ -94,9 +94,7 @@ def run_evolve(
         build_coordinator(first.default.first, config, seed)  # a bad start fails before any call
     proposer_settings = ProposerSettings(
         tolerance=request.tolerance,
-        retrain=TrainConfig(
-            generations=request.retrain_generations, popsize=16, minibatch=40, seed=seed
-        ),
+        retrain=replace(RETRAIN, generations=request.retrain_generations, seed=seed),
     )
 
     async def go() -> dict[str, Any]:

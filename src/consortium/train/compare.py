@@ -15,8 +15,9 @@ from consortium.evaluate import run_policy, summarise
 from consortium.pool import Pool
 from consortium.runtime.caller import Caller
 from consortium.tasks.registry import TaskSet
-from consortium.train.es import TrainConfig
-from consortium.train.session import OPTIMIZERS, TITLES, train_trinity
+from consortium.train.optimizers import OPTIMIZERS, TITLES
+from consortium.train.session import train_trinity
+from consortium.train.settings import TrainConfig
 
 
 @dataclass

@@ -18,17 +18,24 @@ baseline: cross-entropy to the per-question-best models, L-BFGS; no rollouts).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Literal
+import asyncio
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
-from cmaes import SepCMA
 from scipy.optimize import minimize
 
 from consortium.coord.trinity.head import ROLES
+from consortium.train.fit import FitState, Progress, Schedule, fit
+from consortium.train.optimizers import (
+    Fitted,
+    Optimizer,
+    Outcome,
+    candidates_per_step,
+    make_optimizer,
+)
+from consortium.train.settings import RecordedConfig, Reward
 
-Reward = Literal["recorded", "draw"]
 OPTIMIZERS = ("es", "reinforce", "random", "imitation")
 
 
@@ -115,35 +122,6 @@ class RoutingProblem:
         return np.concatenate(picked)
 
 
-@dataclass(frozen=True)
-class RecordedConfig:
-    optimizer: str = "es"
-    rollouts: int = 2_000_000
-    """Budget: questions answered by candidates, summed over the run."""
-    popsize: int = 32
-    minibatch: int = 250
-    sigma0: float = 0.002
-    """sep-CMA-ES's initial step; small by default, as it starts from an imitation warm start
-    (from zeros, something like 0.5)."""
-    learning_rate: float = 0.01
-    l2: float = 1e-3
-    """Imitation's weight decay (per weight, on the mean cross-entropy)."""
-    question_weight: float = 0.2
-    """Imitation's share of the per-question-best label (the rest: the dataset's best model)."""
-    reward: Reward = "recorded"
-    seed: int = 0
-
-
-@dataclass
-class RecordedRun:
-    vector: np.ndarray
-    history: list[dict[str, float]] = field(default_factory=list)
-    rollouts: int = 0
-
-
-Progress = Callable[[RecordedRun], None]
-
-
 def imitation(
     problem: RoutingProblem,
     l2: float = 1e-3,
@@ -190,114 +168,101 @@ def imitation(
     return vector.reshape(-1)
 
 
+@dataclass(frozen=True)
+class RecordedObjective:
+    """Rollouts are lookups: the recorded score of the chosen model (or a Bernoulli draw of it)."""
+
+    problem: RoutingProblem
+    reward: Reward
+
+    @property
+    def n_params(self) -> int:
+        return self.problem.n_params
+
+    def batch(self, size: int, step: int, rng: np.random.Generator) -> np.ndarray:
+        return self.problem.balanced_rows(size, rng)
+
+    async def score(
+        self,
+        candidates: np.ndarray,
+        batch: np.ndarray,
+        step: int,
+        rng: np.random.Generator,
+        *,
+        sampled: bool,
+    ) -> Outcome:
+        if not sampled:
+            return Outcome(self.problem.rewards(candidates, batch, self.reward, rng))
+        return self._sampled(candidates, batch, rng)
+
+    def _sampled(
+        self, candidates: np.ndarray, rows: np.ndarray, rng: np.random.Generator
+    ) -> Outcome:
+        """Each candidate samples a model per question from its model softmax."""
+        problem, features = self.problem, self.problem.features[rows]
+        probabilities, chosen, values = [], [], []
+        for weights in problem.model_weights(candidates):
+            logits = features @ weights.T
+            p = np.exp(logits - logits.max(axis=1, keepdims=True))
+            p /= p.sum(axis=1, keepdims=True)
+            choice = (p.cumsum(axis=1) > rng.random((len(rows), 1))).argmax(axis=1)
+            value = problem.scores[rows, choice]
+            if self.reward == "draw":
+                value = (rng.random(len(value)) < value).astype(float)
+            probabilities.append(p)
+            chosen.append(choice)
+            values.append(value)
+        rewards = np.concatenate(values)
+        advantages = np.split(rewards - rewards.mean(), len(candidates))
+        gradient = np.zeros((len(candidates), problem.n_models + len(ROLES), features.shape[1]))
+        for i, (p, choice, advantage) in enumerate(
+            zip(probabilities, chosen, advantages, strict=True)
+        ):
+            indicator = np.zeros_like(p)
+            indicator[np.arange(len(rows)), choice] = 1.0
+            gradient[i, : problem.n_models] = ((indicator - p) * advantage[:, None]).T @ features
+        return Outcome(rewards, gradient.sum(axis=0).reshape(-1), len(rewards))
+
+
+def recorded_schedule(problem: RoutingProblem, config: RecordedConfig) -> Schedule:
+    """As many steps as fit in `config.rollouts` (imitation: none)."""
+    steps = 0
+    if config.optimizer != "imitation":
+        candidates = candidates_per_step(config.optimizer, config)
+        size = config.popsize * config.minibatch // candidates
+        steps = config.rollouts // (candidates * problem.balanced_size(size))
+    return Schedule(steps, config.popsize, config.minibatch, config.seed, config.seeding, "step")
+
+
 def train_recorded(
     problem: RoutingProblem,
     config: RecordedConfig,
     *,
     init: np.ndarray | None = None,
     on_step: Progress | None = None,
-) -> RecordedRun:
+    checkpoint: Path | None = None,
+    resume: bool = False,
+) -> FitState:
     """Run `config.optimizer` within `config.rollouts`; `init` warm-starts (e.g. imitation)."""
-    start = np.zeros(problem.n_params) if init is None else np.asarray(init, dtype=float)
-    if config.optimizer == "imitation":
-        return RecordedRun(
-            imitation(problem, config.l2, init, question_weight=config.question_weight)
-        )
-    steps = {"es": _sep_cma_es, "reinforce": _reinforce, "random": _random_search}
-    if config.optimizer not in steps:
+    if config.optimizer not in OPTIMIZERS:
         raise ValueError(f"unknown optimizer {config.optimizer!r}; one of {', '.join(OPTIMIZERS)}")
-    return steps[config.optimizer](problem, config, start, on_step)
 
+    def make(start: np.ndarray) -> Optimizer:
+        if config.optimizer == "imitation":
+            return Fitted(
+                imitation(problem, config.l2, start, question_weight=config.question_weight)
+            )
+        return make_optimizer(config.optimizer, start, config)
 
-def _record(run: RecordedRun, rewards: np.ndarray, spent: int, on_step: Progress | None) -> None:
-    run.rollouts += spent
-    run.history.append(
-        {
-            "step": float(len(run.history) + 1),
-            "rollouts": float(run.rollouts),
-            "population_mean": float(rewards.mean()),
-            "population_best": float(rewards.max()),
-        }
+    settings = {k: v for k, v in asdict(config).items() if k != "rollouts"}
+    run = fit(
+        RecordedObjective(problem, config.reward),
+        make,
+        recorded_schedule(problem, config),
+        settings,
+        init=init,
+        checkpoint=checkpoint,
+        resume=resume,
+        on_step=on_step,
     )
-    if on_step is not None:
-        on_step(run)
-
-
-def _sep_cma_es(
-    problem: RoutingProblem, config: RecordedConfig, start: np.ndarray, on_step: Progress | None
-) -> RecordedRun:
-    rng = np.random.default_rng(config.seed)
-    optimizer = SepCMA(
-        mean=start, sigma=config.sigma0, population_size=config.popsize, seed=config.seed
-    )
-    run = RecordedRun(start.copy())
-    cost = config.popsize * problem.balanced_size(config.minibatch)
-    while run.rollouts + cost <= config.rollouts:
-        rows = problem.balanced_rows(config.minibatch, rng)
-        candidates = np.stack([optimizer.ask() for _ in range(config.popsize)])
-        rewards = problem.rewards(candidates, rows, config.reward, rng)
-        optimizer.tell([(c, -float(r)) for c, r in zip(candidates, rewards, strict=True)])
-        run.vector = np.array(optimizer.mean)
-        _record(run, rewards, len(candidates) * len(rows), on_step)
-    return run
-
-
-def _reinforce(
-    problem: RoutingProblem, config: RecordedConfig, start: np.ndarray, on_step: Progress | None
-) -> RecordedRun:
-    """Sampled choices from the model softmax; per question, one rollout; Adam on the ascent."""
-    rng = np.random.default_rng(config.seed)
-    vector = start.copy()
-    moment, second = np.zeros_like(vector), np.zeros_like(vector)
-    run = RecordedRun(vector.copy())
-    batch = config.popsize * config.minibatch
-    step = 0
-    while run.rollouts + problem.balanced_size(batch) <= config.rollouts:
-        step += 1
-        rows = problem.balanced_rows(batch, rng)
-        features = problem.features[rows]
-        weights = problem.model_weights(vector[None])[0]
-        logits = features @ weights.T
-        p = np.exp(logits - logits.max(axis=1, keepdims=True))
-        p /= p.sum(axis=1, keepdims=True)
-        chosen = (p.cumsum(axis=1) > rng.random((len(rows), 1))).argmax(axis=1)
-        values = problem.scores[rows, chosen]
-        if config.reward == "draw":
-            values = (rng.random(len(values)) < values).astype(float)
-        advantage = values - values.mean()
-        indicator = np.zeros_like(p)
-        indicator[np.arange(len(rows)), chosen] = 1.0
-        gradient = np.zeros((problem.n_models + len(ROLES), features.shape[1]))
-        gradient[: problem.n_models] = ((indicator - p) * advantage[:, None]).T @ features
-        gradient = gradient.reshape(-1) / len(rows)
-        moment = 0.9 * moment + 0.1 * gradient
-        second = 0.999 * second + 0.001 * gradient**2
-        vector += (
-            config.learning_rate
-            * (moment / (1 - 0.9**step))
-            / (np.sqrt(second / (1 - 0.999**step)) + 1e-8)
-        )
-        run.vector = vector.copy()
-        _record(run, values, len(rows), on_step)
-    return run
-
-
-def _random_search(
-    problem: RoutingProblem, config: RecordedConfig, start: np.ndarray, on_step: Progress | None
-) -> RecordedRun:
-    """The paper's: candidates uniform in [-0.5, 0.5]^n, the best seen kept (and `start`, when
-    it wins on the same minibatch)."""
-    rng = np.random.default_rng(config.seed)
-    run = RecordedRun(start.copy())
-    best_reward = -1.0
-    cost = config.popsize * problem.balanced_size(config.minibatch)
-    while run.rollouts + cost <= config.rollouts:
-        rows = problem.balanced_rows(config.minibatch, rng)
-        candidates = rng.uniform(-0.5, 0.5, (config.popsize, problem.n_params))
-        candidates[0] = run.vector
-        rewards = problem.rewards(candidates, rows, config.reward, rng)
-        index = int(np.argmax(rewards))
-        if index != 0 and rewards[index] > best_reward:
-            run.vector, best_reward = candidates[index].copy(), float(rewards[index])
-        _record(run, rewards, len(candidates) * len(rows), on_step)
-    return run
+    return asyncio.run(run)

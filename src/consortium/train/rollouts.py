@@ -39,10 +39,6 @@ def minibatch(tasks: Sequence[Task], size: int, seed: int, step: int) -> list[Ta
     return chosen
 
 
-def generation_seed(seed: int, step: int, index: int = 0) -> int:
-    return int(np.random.SeedSequence([seed, step, index]).generate_state(1)[0])
-
-
 async def score_vectors(
     setup: HeadSetup,
     vectors: Sequence[np.ndarray],

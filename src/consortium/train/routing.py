@@ -6,7 +6,7 @@ by imitation, run an optimizer in process (`train.recorded`), save a policy that
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,14 +16,10 @@ from consortium.coord.trinity.encoder import CachedEncoder, StandardizedEncoder,
 from consortium.coord.trinity.policy import HeadSetup, save_policy
 from consortium.errors import ConfigError
 from consortium.tasks.base import Task
-from consortium.train.recorded import (
-    RecordedConfig,
-    RecordedRun,
-    RoutingProblem,
-    imitation,
-    train_recorded,
-)
+from consortium.train.fit import FitState
+from consortium.train.recorded import RoutingProblem, imitation, train_recorded
 from consortium.train.rollouts import write_curve
+from consortium.train.settings import RouterTraining
 
 
 def recorded_scores(tasks: Sequence[Task], models: Sequence[str]) -> np.ndarray:
@@ -60,28 +56,11 @@ def encode_all(
     return np.concatenate(parts) if parts else np.zeros((0, encoder.dim), np.float32)
 
 
-@dataclass(frozen=True)
-class RouterTraining:
-    """What `train_router` does, all of it recorded in the policy's metadata."""
-
-    optimizer: RecordedConfig
-    warm_start: str = "imitation"
-    """"imitation" (the paper's SFT baseline first, then the optimizer) or "none"."""
-    components: int | None = None
-    """Project the standardized feature on this many principal axes; None: the full feature."""
-    constant: bool = True
-    """Append a constant feature, so the head can express a default model (a bias)."""
-    validation: float = 0.2
-    """With a warm start: this share of each dataset's training questions decides whether the
-    optimizer's head beats the warm start's; if not, the warm start alone is kept (0: always
-    keep the optimizer's). The chosen recipe is then refitted on every training question."""
-
-
 def fit_head(
     problem: RoutingProblem,
     training: RouterTraining,
-    on_step: Callable[[RecordedRun], None] | None = None,
-) -> tuple[RecordedRun, dict[str, Any]]:
+    on_step: Callable[[FitState], None] | None = None,
+) -> tuple[FitState, dict[str, Any]]:
     """The head's weights by `training`'s recipe, and what validation decided (if it ran)."""
     config = training.optimizer
     warm = training.warm_start == "imitation" and config.optimizer != "imitation"
@@ -110,9 +89,7 @@ def fit_head(
             else "warm start"
         )
         if decision["kept"] == "warm start":
-            kept = start(problem)  # warm is true in this branch: never None
-            assert kept is not None
-            return RecordedRun(kept), decision
+            return train_recorded(problem, replace(config, optimizer="imitation")), decision
     return train_recorded(problem, config, init=start(problem), on_step=on_step), decision
 
 
@@ -126,8 +103,8 @@ def train_router(
     *,
     description: str = "",
     on_encoded: Callable[[int], None] | None = None,
-    on_step: Callable[[RecordedRun], None] | None = None,
-) -> tuple[HeadSetup, RecordedRun, dict[str, Any]]:
+    on_step: Callable[[FitState], None] | None = None,
+) -> tuple[HeadSetup, FitState, dict[str, Any]]:
     """Train and save a routing policy into `out_dir`; `pool_models[i]` is the pool's name of
     the recorded model `recorded_models[i]`. Returns the setup, the final run and what
     validation decided (see `fit_head`)."""

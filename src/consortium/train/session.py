@@ -17,13 +17,11 @@ from consortium.runtime.cache import ResponseCache
 from consortium.runtime.caller import Caller
 from consortium.runtime.dist import Executor
 from consortium.tasks.registry import TaskSet
-from consortium.train.es import TrainConfig, TrainState, train_es
-from consortium.train.reinforce import train_reinforce
+from consortium.train.fit import FitState
+from consortium.train.online import train_online
+from consortium.train.optimizers import TITLES
 from consortium.train.rollouts import write_curve
-from consortium.train.search import train_random_search
-
-OPTIMIZERS = ("es", "reinforce", "random")
-TITLES = {"es": "sep-CMA-ES", "reinforce": "REINFORCE", "random": "random search"}
+from consortium.train.settings import TrainConfig
 
 
 def fit_setup(
@@ -57,26 +55,30 @@ async def train_trinity(
     *,
     optimizer: str = "es",
     resume: bool = False,
-    on_generation: Callable[[TrainState], None] | None = None,
+    on_generation: Callable[[FitState], None] | None = None,
     cache_path: Path | None = None,
     executor: Executor | None = None,
-) -> TrainState:
+) -> FitState:
     """Train into `out_dir`; rollouts' responses are cached in `cache_path` (default
     OUT/responses.db), which runs over the same pool and tasks may share. With `executor`
-    (sep-CMA-ES only) each candidate's rollouts run as one remote job, without the cache."""
-    if executor is not None and optimizer != "es":
-        raise ConfigError("--executor ray distributes sep-CMA-ES only (--optimizer es)")
+    (sep-CMA-ES and random search) each candidate's rollouts run as one remote job, without the
+    cache. A checkpoint after every generation (OUT/checkpoint.pkl) lets `resume` continue."""
+    if executor is not None and optimizer == "reinforce":
+        raise ConfigError(
+            "--executor ray distributes sep-CMA-ES and random search (REINFORCE needs each "
+            "rollout's turns)"
+        )
     out_dir.mkdir(parents=True, exist_ok=True)
     cache = ResponseCache(cache_path or out_dir / "responses.db")
 
-    def after(state: TrainState) -> None:
+    def after(state: FitState) -> None:
         save_policy(
             out_dir,
             state.vector,
             setup,
             {
                 "optimizer": optimizer,
-                "generation": state.generation,
+                "generation": state.step,
                 "config": {k: getattr(config, k) for k in config.__dataclass_fields__},
                 "budget_rollouts": config.budget,
                 "tasks": task_set.description,
@@ -88,25 +90,17 @@ async def train_trinity(
 
     async with Pool(pool_config) as pool:
         caller = Caller(pool, None, "train", cache=cache)
-        if optimizer == "es":
-            state = await train_es(
-                setup,
-                task_set.tasks,
-                task_set.grader,
-                caller,
-                config,
-                out_dir / "checkpoint.pkl",
-                resume=resume,
-                on_generation=after,
-                executor=executor,
-            )
-        elif optimizer == "reinforce":
-            state = await train_reinforce(
-                setup, task_set.tasks, task_set.grader, caller, config, on_generation=after
-            )
-        else:
-            state = await train_random_search(
-                setup, task_set.tasks, task_set.grader, caller, config, on_generation=after
-            )
+        state = await train_online(
+            setup,
+            task_set.tasks,
+            task_set.grader,
+            caller,
+            config,
+            optimizer=optimizer,
+            checkpoint=out_dir / "checkpoint.pkl",
+            resume=resume,
+            on_step=after,
+            executor=executor,
+        )
     cache.close()
     return state
