@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -59,17 +60,30 @@ async def answer_all(
     results: dict[tuple[str, str], TaskResult] = {}
     async with Pool(config) as pool:
         caller = Caller(pool, store, run_id)
-        for name in config.names:
-            for result in await run_policy(
-                SingleModel(name), tasks, ReplayGrader(), caller, concurrency=64
-            ):
+        # the models run side by side: a task's retries wait only on its own model's queue
+        per_model = await asyncio.gather(
+            *(
+                run_policy(SingleModel(name), tasks, ReplayGrader(), caller, concurrency=64)
+                for name in config.names
+            )
+        )
+        for name, finished in zip(config.names, per_model, strict=True):
+            for result in finished:
                 results[(name, result.task.id)] = result
     return results, run_id
 
 
+def stored_results(db: Path) -> int:
+    try:
+        with contextlib.closing(sqlite3.connect(db)) as connection:
+            return int(connection.execute("SELECT count(*) FROM results").fetchone()[0])
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+
+
 def kill_and_resume(data_dir: str, base_url: str, data: Any, folder: Path, cycle: int) -> bool:
-    """One `consortium eval` killed at a random point and resumed; True when the resumed run's
-    report equals an uninterrupted run's."""
+    """One `consortium eval` killed at a random point of its run and resumed; True when the
+    resumed run's report equals an uninterrupted run's."""
     pool = folder / f"pool-{cycle}.toml"
     pool.write_text(dump_pool(replay_pool(data, base_url, data.models["split2"][:2])))
     base = [sys.executable, "-m", "consortium", "eval", "--pool", str(pool), "--concurrency", "8",
@@ -80,7 +94,12 @@ def kill_and_resume(data_dir: str, base_url: str, data: Any, folder: Path, cycle
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    time.sleep(random.Random(cycle).uniform(2.5, 5.0))  # start-up, then some calls
+    # killed once a random number of its 240 results are stored: mid-run, whatever the start-up
+    target = random.Random(cycle).randint(20, 200)
+    while process.poll() is None and stored_results(db) < target:
+        time.sleep(0.02)
+    if process.poll() is not None:
+        return False  # it ended before the kill: nothing was resumed
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
     (run_id,) = sqlite3.connect(db).execute("SELECT run_id FROM runs").fetchone()

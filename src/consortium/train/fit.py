@@ -123,8 +123,6 @@ async def fit(
     if resume and checkpoint is not None and checkpoint.exists():
         state = load_checkpoint(checkpoint, settings)
     else:
-        # `init` is handed over as is, and sep-CMA-ES moves that array in place (to its final
-        # mean), as it did before this loop: routing.fit_head's validation reads it afterwards.
         start = np.zeros(objective.n_params) if init is None else np.asarray(init, dtype=float)
         if start.shape != (objective.n_params,):
             raise ConfigError(f"warm start has {start.size} weights, the head {objective.n_params}")
