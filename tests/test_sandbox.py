@@ -19,9 +19,9 @@ from consortium.tasks.loaders import build_tasks, read_rows
 from tests.helpers import benchmarks_dir
 
 BENCHMARKS = benchmarks_dir()
-LIMITS = SandboxLimits(
-    cpu_seconds=2,
-    wall_seconds=5,
+LIMITS = SandboxLimits(  # tight, so the tests that hit a limit wait little
+    cpu_seconds=1,
+    wall_seconds=3,
     memory_bytes=512 << 20,
     max_processes=16,
     max_output_bytes=64 << 10,
