@@ -14,7 +14,6 @@ from sqlalchemy import (
     Column,
     Float,
     Integer,
-    MetaData,
     String,
     Table,
     Text,
@@ -24,9 +23,9 @@ from sqlalchemy import (
 )
 
 from consortium.evolve.strategies import Strategy
-from consortium.runtime.store import TraceStore
+from consortium.runtime.store import TraceStore, metadata
 
-metadata = MetaData()
+# The evolve tables are defined on the trace store's schema (`metadata`), beside its own.
 
 strategies = Table(
     "evolve_strategies",

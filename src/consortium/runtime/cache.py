@@ -1,4 +1,5 @@
-"""An optional response cache in SQLite, keyed by model, messages and sampling parameters."""
+"""Local caches in SQLite files: `open_cache_db` (how every cache file is opened) and the optional
+response cache, keyed by model, messages and sampling parameters."""
 
 from __future__ import annotations
 
@@ -10,6 +11,18 @@ from pathlib import Path
 from typing import Any
 
 from consortium.types import Completion, Message, Usage
+
+
+def open_cache_db(path: str | Path, schema: str) -> sqlite3.Connection:
+    """A cache file (its folder made if missing) in WAL mode, with `schema` (CREATE TABLE IF NOT
+    EXISTS …) applied. Callers serialize their own access; any thread may use the connection."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, check_same_thread=False)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")  # WAL: durable enough, no fsync per put
+    db.execute(schema)
+    db.commit()
+    return db
 
 
 def cache_key(model: str, messages: Sequence[Message], params: Mapping[str, Any]) -> str:
@@ -25,14 +38,11 @@ def cache_key(model: str, messages: Sequence[Message], params: Mapping[str, Any]
 class ResponseCache:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._db = sqlite3.connect(self.path)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: durable enough, no fsync per put
-        self._db.execute(
+        self._db = open_cache_db(
+            self.path,
             "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT, text TEXT,"
-            " prompt_tokens INTEGER, completion_tokens INTEGER, finish_reason TEXT)"
+            " prompt_tokens INTEGER, completion_tokens INTEGER, finish_reason TEXT)",
         )
-        self._db.commit()
 
     def get(self, key: str) -> Completion | None:
         row = self._db.execute(

@@ -27,6 +27,7 @@ import numpy as np
 
 from consortium.errors import ConfigError
 from consortium.quiet import quiet_transformers
+from consortium.runtime.cache import open_cache_db
 from consortium.smallmodels.files import SMOLLM2, check_file, load_gguf, locate, sha256_of
 
 MINILM_PACKAGE_VERSION = "0.1.0"
@@ -209,13 +210,10 @@ class CachedEncoder:
         self.misses = 0
         self._db: sqlite3.Connection | None = None
         if path is not None:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: durable enough, no fsync per put
-            self._db.execute(
+            self._db = open_cache_db(
+                path,
                 "CREATE TABLE IF NOT EXISTS features (encoder TEXT, key TEXT, vector BLOB,"
-                " PRIMARY KEY (encoder, key))"
+                " PRIMARY KEY (encoder, key))",
             )
 
     def _load(self, keys: list[str]) -> None:
