@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -13,6 +13,11 @@ from consortium.cli.options import (
     RayAddressOption,
 )
 from consortium.config import load_pool
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from consortium.train.conductor_stages import StageCallbacks
 
 
 @train_app.command("conductor")
@@ -82,16 +87,10 @@ def train_conductor(
     Then add the conductor to a pool (backend = "local", model = "OUT/model") and run
     `consortium eval --policy conductor:NAME`.
     """
-    from rich.progress import TaskID
-
     from consortium.progress import task_progress
     from consortium.runtime.dist import make_executor
     from consortium.tasks.registry import load_task_set
-    from consortium.train.conductor_stages import (
-        StageCallbacks,
-        StagedSettings,
-        train_conductor_in_stages,
-    )
+    from consortium.train.conductor_stages import StagedSettings, train_conductor_in_stages
     from consortium.train.grpo import GRPOSettings
     from consortium.train.workflow_sft import WarmStartSettings
 
@@ -119,26 +118,6 @@ def train_conductor(
         f"{len(config.names)} workers; reward log in {out / 'rewards.jsonl'}"
     )
     with task_progress(err_console) as progress:
-        bars: list[TaskID] = []
-
-        def stage(name: str, total: int) -> None:
-            if bars:
-                progress.update(bars[-1], completed=progress.tasks[-1].total)
-            bars.append(progress.add_task(name, total=total))
-
-        def grpo_log(row: dict[str, float]) -> None:
-            progress.update(
-                bars[-1],
-                completed=int(row["step"]),
-                description=(
-                    f"GRPO · reward {row['reward']:.3f} · parsed {row.get('parsed', 0):.0%} · "
-                    f"right {row.get('right', 0):.0%}"
-                ),
-            )
-
-        def sft_log(row: dict[str, float]) -> None:
-            progress.update(bars[-1], description=f"warm start (SFT) · loss {row['loss']:.3f}")
-
         summary = train_conductor_in_stages(
             base_model,
             config,
@@ -148,14 +127,45 @@ def train_conductor(
             settings,
             held_out=held_out_tasks,
             resume=resume,
-            callbacks=StageCallbacks(
-                on_stage=stage,
-                on_advance=lambda n: progress.advance(bars[-1], n),
-                on_grpo_log=grpo_log,
-                on_sft_log=sft_log,
-            ),
+            callbacks=_stage_bars(progress),
             jobs=make_executor(executor, ray_address),
         )
+    _print_summary(summary, out)
+
+
+def _stage_bars(progress: Progress) -> StageCallbacks:
+    """A bar per stage (held-out checks, warm start, GRPO), each step's figures in its label."""
+    from consortium.train.conductor_stages import StageCallbacks
+
+    bars: list[TaskID] = []
+
+    def stage(name: str, total: int) -> None:
+        if bars:
+            progress.update(bars[-1], completed=progress.tasks[-1].total)
+        bars.append(progress.add_task(name, total=total))
+
+    def grpo_log(row: dict[str, float]) -> None:
+        progress.update(
+            bars[-1],
+            completed=int(row["step"]),
+            description=(
+                f"GRPO · reward {row['reward']:.3f} · parsed {row.get('parsed', 0):.0%} · "
+                f"right {row.get('right', 0):.0%}"
+            ),
+        )
+
+    def sft_log(row: dict[str, float]) -> None:
+        progress.update(bars[-1], description=f"warm start (SFT) · loss {row['loss']:.3f}")
+
+    return StageCallbacks(
+        on_stage=stage,
+        on_advance=lambda n: progress.advance(bars[-1], n),
+        on_grpo_log=grpo_log,
+        on_sft_log=sft_log,
+    )
+
+
+def _print_summary(summary: dict[str, Any], out: Path) -> None:
     for name, row in summary["validity"].items():
         console.print(
             f"valid workflows ({name}): {row['valid']}/{row['n']} ({row['rate']:.0%})"
