@@ -38,7 +38,8 @@ from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
 from consortium.smallmodels.files import GEMMA3, SMOLLM2
 from consortium.smallmodels.llamacpp import LlamaCppServers, ServerSettings
-from consortium.tasks.registry import TaskSet, load_task_set
+from consortium.tasks.base import TaskSet
+from consortium.tasks.registry import load_task_set
 
 POOL_NAME = "llama.cpp server, SmolLM2-135M-Instruct (Q4_1) + Gemma 3 270M (Q4_K_M), 1 thread each"
 

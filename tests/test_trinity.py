@@ -24,10 +24,10 @@ from consortium.pool import Pool
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool, short_name
+from consortium.replay.tasks import ID_DATASETS, ReplayGrader, load_replay_tasks
 from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
 from consortium.tasks.base import Task
-from consortium.tasks.replay import ID_DATASETS, ReplayGrader, load_replay_tasks
 from consortium.train.online import train_online
 from consortium.train.settings import TrainConfig
 from consortium.types import Completion, Message, Usage
@@ -340,7 +340,7 @@ def test_sep_cma_es_killed_with_sigkill_resumes_to_the_same_policy(
         "from consortium.replay.data import load_replay\n"
         "from consortium.replay.pool import replay_pool\n"
         "from consortium.runtime.caller import Caller\n"
-        "from consortium.tasks.replay import ReplayGrader\n"
+        "from consortium.replay.tasks import ReplayGrader\n"
         "from consortium.train.online import train_online\n"
         "from consortium.train.settings import TrainConfig\n"
         "from tests.test_trinity import hash_setup\n"

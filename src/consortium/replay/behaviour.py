@@ -10,7 +10,7 @@ parameter (0 when absent): repeating a request repeats its answer, a new seed dr
 
 The recorded data hold no reference answers for split2 questions, so a right answer is written as
 "The answer is <reference token>" and a wrong one with a token unique to (model, sample): a declared
-stand-in for the answer text, graded by `consortium.tasks.replay.ReplayGrader`.
+stand-in for the answer text, graded by `consortium.replay.tasks.ReplayGrader`.
 """
 
 from __future__ import annotations

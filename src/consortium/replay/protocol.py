@@ -19,9 +19,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from consortium.errors import ConsortiumError
 from consortium.replay.pool import short_name
+from consortium.replay.tasks import ID_DATASETS, OOD_DATASETS
 from consortium.report import markdown_table
 from consortium.tasks.base import Task
-from consortium.tasks.replay import ID_DATASETS, OOD_DATASETS
 
 if TYPE_CHECKING:
     from consortium.evaluate import TaskResult

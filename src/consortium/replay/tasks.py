@@ -1,7 +1,9 @@
-"""Task sets from recorded outcomes, with the train/test splits as recorded, and their grader."""
+"""Task sets from recorded outcomes, with the train/test splits as recorded, and their grader:
+the `replay:` kind of `--tasks` (`replay_task_set`)."""
 
 from __future__ import annotations
 
+import os
 import random
 import re
 from collections.abc import Sequence
@@ -9,8 +11,18 @@ from dataclasses import dataclass
 
 from consortium.errors import TaskSpecError
 from consortium.replay.behaviour import ANSWER_PREFIX
-from consortium.replay.data import ReplayData, ReplayRecord, Source, reference_token
-from consortium.tasks.base import Grade, Task
+from consortium.replay.data import (
+    SOURCES,
+    ReplayData,
+    ReplayRecord,
+    Source,
+    load_replay,
+    reference_token,
+)
+from consortium.tasks.base import Grade, Task, TaskSet
+from consortium.tasks.spec import TaskSpec
+
+REPLAY_DATA_ENV = "CONSORTIUM_REPLAY_DATA"
 
 ID_DATASETS = ("mmlu", "gsm8k", "cmmlu", "arc_challenge", "humaneval")
 """In-distribution datasets of the RouterDC setup (train and test splits recorded)."""
@@ -85,3 +97,27 @@ class ReplayGrader:
             return Grade(False, 0.0, "no final answer found")
         correct = found[-1] == task.reference
         return Grade(correct, float(correct), f"final answer {found[-1]}")
+
+
+def replay_task_set(spec: TaskSpec) -> TaskSet:
+    """`replay:data=DIR:source=split2:datasets=a,b:split=test:limit=N:seed=0`."""
+    spec.check_keys({"data", "source", "datasets", "split", "limit", "seed"})
+    data_dir = spec.get("data") or os.environ.get(REPLAY_DATA_ENV)
+    if not data_dir:
+        raise TaskSpecError(
+            f"--tasks replay needs data=DIR (the routerdc folder) or ${REPLAY_DATA_ENV}"
+        )
+    source = spec.get("source", "split2")
+    if source not in SOURCES:
+        raise TaskSpecError(f"--tasks replay: source must be one of {', '.join(SOURCES)}")
+    data = load_replay(data_dir, sources=[source])
+    task_set = load_replay_tasks(
+        data,
+        source=source,
+        datasets=spec.get_list("datasets"),
+        split=spec.get("split", "test") or "test",
+        limit=spec.get_int("limit"),
+        seed=spec.get_int("seed", 0) or 0,
+    )
+    groups = {"ID": ID_DATASETS, "OOD": OOD_DATASETS}
+    return TaskSet(task_set.tasks, ReplayGrader(), task_set.description, groups)

@@ -2,30 +2,27 @@
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from importlib import import_module
 
 from consortium.errors import TaskSpecError
-from consortium.replay.data import SOURCES, load_replay
 from consortium.tasks.arithmetic import arithmetic_tasks
-from consortium.tasks.base import Grader, Task
+from consortium.tasks.base import Grader, TaskSet
 from consortium.tasks.choice import ChoiceGrader
 from consortium.tasks.code import CodeGrader
 from consortium.tasks.loaders import FORMATS, build_tasks, read_hf, read_rows
 from consortium.tasks.math import MathGrader
-from consortium.tasks.replay import ID_DATASETS, OOD_DATASETS, ReplayGrader, load_replay_tasks
 from consortium.tasks.spec import TaskSpec, parse_spec
 
-REPLAY_DATA_ENV = "CONSORTIUM_REPLAY_DATA"
+PLUGINS: dict[str, str] = {"replay": "consortium.replay.tasks:replay_task_set"}
+"""Task sets that live in a plug-in package: kind → "module:function", the function taking the
+parsed spec and returning a `TaskSet`. The module is imported only when its kind is asked for."""
 
 
-@dataclass(frozen=True)
-class TaskSet:
-    tasks: list[Task]
-    grader: Grader
-    description: str
-    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    """Named groups of datasets a report averages over (the replay set: ID and OOD)."""
+def _plugin(kind: str) -> Callable[[TaskSpec], TaskSet]:
+    module, _, function = PLUGINS[kind].partition(":")
+    factory: Callable[[TaskSpec], TaskSet] = getattr(import_module(module), function)
+    return factory
 
 
 def _grader(kind: str) -> Grader:
@@ -63,26 +60,7 @@ def load_task_set(text: str) -> TaskSet:
         return TaskSet(
             arithmetic_tasks(n, seed), MathGrader(), f"{n} arithmetic questions (seed {seed})"
         )
-    if spec.name == "replay":
-        spec.check_keys({"data", "source", "datasets", "split", "limit", "seed"})
-        data_dir = spec.get("data") or os.environ.get(REPLAY_DATA_ENV)
-        if not data_dir:
-            raise TaskSpecError(
-                f"--tasks replay needs data=DIR (the routerdc folder) or ${REPLAY_DATA_ENV}"
-            )
-        source = spec.get("source", "split2")
-        if source not in SOURCES:
-            raise TaskSpecError(f"--tasks replay: source must be one of {', '.join(SOURCES)}")
-        data = load_replay(data_dir, sources=[source])
-        task_set = load_replay_tasks(
-            data,
-            source=source,
-            datasets=spec.get_list("datasets"),
-            split=spec.get("split", "test") or "test",
-            limit=spec.get_int("limit"),
-            seed=spec.get_int("seed", 0) or 0,
-        )
-        groups = {"ID": ID_DATASETS, "OOD": OOD_DATASETS}
-        return TaskSet(task_set.tasks, ReplayGrader(), task_set.description, groups)
-    known = ", ".join(["replay", "arithmetic", *FORMATS])
+    if spec.name in PLUGINS:
+        return _plugin(spec.name)(spec)
+    known = ", ".join([*PLUGINS, "arithmetic", *FORMATS])
     raise TaskSpecError(f"--tasks: unknown task set {spec.name!r}; known: {known}")
