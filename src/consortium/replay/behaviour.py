@@ -19,16 +19,11 @@ import hashlib
 from dataclasses import dataclass
 from typing import Literal
 
+from consortium.draws import uniform
 from consortium.replay.data import ReplayRecord, reference_token
 
 Coupling = Literal["shared", "independent"]
 ANSWER_PREFIX = "The answer is "
-
-
-def uniform(*parts: object) -> float:
-    """A uniform number in [0, 1) determined by `parts`."""
-    digest = hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") / 2**64
 
 
 @dataclass(frozen=True, slots=True)
