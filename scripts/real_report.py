@@ -27,11 +27,11 @@ from pathlib import Path
 
 import numpy as np
 
+from consortium.answers import find_verdict
 from consortium.coord.registry import build_coordinator
 from consortium.coord.trinity.encoder import SentenceEncoder, StandardizedEncoder, Standardizer
 from consortium.coord.trinity.head import ROLES
 from consortium.coord.trinity.policy import HeadSetup, default_encoder, save_policy
-from consortium.coord.trinity.protocol import find_verdict
 from consortium.evaluate import run_policy
 from consortium.pool import Pool
 from consortium.runtime.caller import Caller

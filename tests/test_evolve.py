@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
+from consortium.answers import agree, final_answer
 from consortium.config import PoolConfig, dump_pool
-from consortium.coord.agreement import agree, final_answer
 from consortium.coord.base import Coordinator, Outcome
 from consortium.coord.registry import build_coordinator
 from consortium.evaluate import run_policy

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from consortium.answers import parse_verdict
 from consortium.config import parse_pool
 from consortium.coord.trinity.encoder import (
     CachedEncoder,
@@ -19,7 +20,7 @@ from consortium.coord.trinity.encoder import (
 )
 from consortium.coord.trinity.head import ROLES, LinearHead
 from consortium.coord.trinity.policy import HeadSetup
-from consortium.coord.trinity.protocol import TrinityCoordinator, parse_verdict
+from consortium.coord.trinity.protocol import TrinityCoordinator
 from consortium.pool import Pool
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess

@@ -19,11 +19,13 @@ import hashlib
 from dataclasses import dataclass
 from typing import Literal
 
+from consortium.answers import ANSWER_PREFIX
 from consortium.draws import uniform
 from consortium.replay.data import ReplayRecord, reference_token
 
 Coupling = Literal["shared", "independent"]
-ANSWER_PREFIX = "The answer is "
+ANSWER_TOKEN = r"[RW][0-9a-f]{10}"
+"""What a replayed answer states instead of answer text: R + hex for right, W + hex for wrong."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 import random
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from consortium.answers import stated
 from consortium.errors import TaskSpecError
-from consortium.replay.behaviour import ANSWER_PREFIX
+from consortium.replay.behaviour import ANSWER_TOKEN
 from consortium.replay.data import (
     SOURCES,
     ReplayData,
@@ -29,7 +29,7 @@ ID_DATASETS = ("mmlu", "gsm8k", "cmmlu", "arc_challenge", "humaneval")
 OOD_DATASETS = ("math_prealgebra", "mbpp", "ceval")
 """Out-of-distribution datasets (test only)."""
 
-_ANSWER = re.compile(re.escape(ANSWER_PREFIX) + r"([RW][0-9a-f]{10})")
+_ANSWER = stated(ANSWER_TOKEN)
 
 
 @dataclass(frozen=True)
