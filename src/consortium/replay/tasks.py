@@ -19,6 +19,7 @@ from consortium.replay.data import (
     load_replay,
     reference_token,
 )
+from consortium.replay.expectation import P_CORRECT
 from consortium.tasks.base import Grade, Task, TaskSet
 from consortium.tasks.spec import TaskSpec
 
@@ -51,7 +52,7 @@ def task_from_record(record: ReplayRecord) -> Task:
         dataset=record.dataset,
         split=record.split,
         reference=reference,
-        meta={"source": record.source, "p_correct": dict(record.p_correct)},
+        meta={"source": record.source, P_CORRECT: dict(record.p_correct)},
     )
 
 
