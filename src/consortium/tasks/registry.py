@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from importlib import import_module
-
+from consortium import plugins
 from consortium.errors import TaskSpecError
 from consortium.tasks.arithmetic import arithmetic_tasks
 from consortium.tasks.base import Grader, TaskSet
@@ -13,16 +11,6 @@ from consortium.tasks.code import CodeGrader
 from consortium.tasks.loaders import FORMATS, build_tasks, read_hf, read_rows
 from consortium.tasks.math import MathGrader
 from consortium.tasks.spec import TaskSpec, parse_spec
-
-PLUGINS: dict[str, str] = {"replay": "consortium.replay.tasks:replay_task_set"}
-"""Task sets that live in a plug-in package: kind → "module:function", the function taking the
-parsed spec and returning a `TaskSet`. The module is imported only when its kind is asked for."""
-
-
-def _plugin(kind: str) -> Callable[[TaskSpec], TaskSet]:
-    module, _, function = PLUGINS[kind].partition(":")
-    factory: Callable[[TaskSpec], TaskSet] = getattr(import_module(module), function)
-    return factory
 
 
 def _grader(kind: str) -> Grader:
@@ -60,7 +48,8 @@ def load_task_set(text: str) -> TaskSet:
         return TaskSet(
             arithmetic_tasks(n, seed), MathGrader(), f"{n} arithmetic questions (seed {seed})"
         )
-    if spec.name in PLUGINS:
-        return _plugin(spec.name)(spec)
-    known = ", ".join([*PLUGINS, "arithmetic", *FORMATS])
+    if spec.name in plugins.TASK_SETS:
+        task_set: TaskSet = plugins.load(plugins.TASK_SETS[spec.name])(spec)
+        return task_set
+    known = ", ".join([*plugins.TASK_SETS, "arithmetic", *FORMATS])
     raise TaskSpecError(f"--tasks: unknown task set {spec.name!r}; known: {known}")
