@@ -30,8 +30,8 @@ from consortium.pool import Pool
 from consortium.replay.data import load_replay
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
+from consortium.replay.tasks import load_replay_tasks
 from consortium.runtime.caller import Caller
-from consortium.tasks.replay import load_replay_tasks
 
 
 def random_dag(rng: random.Random, models: list[str]) -> Workflow:

@@ -43,9 +43,9 @@ from consortium.pool import Pool
 from consortium.replay.data import load_replay
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
+from consortium.replay.tasks import ReplayGrader, load_replay_tasks
 from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
-from consortium.tasks.replay import ReplayGrader, load_replay_tasks
 
 
 async def answer_all(

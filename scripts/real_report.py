@@ -27,18 +27,19 @@ from pathlib import Path
 
 import numpy as np
 
+from consortium.answers import find_verdict
 from consortium.coord.registry import build_coordinator
 from consortium.coord.trinity.encoder import SentenceEncoder, StandardizedEncoder, Standardizer
 from consortium.coord.trinity.head import ROLES
 from consortium.coord.trinity.policy import HeadSetup, default_encoder, save_policy
-from consortium.coord.trinity.protocol import find_verdict
 from consortium.evaluate import run_policy
 from consortium.pool import Pool
 from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
 from consortium.smallmodels.files import GEMMA3, SMOLLM2
 from consortium.smallmodels.llamacpp import LlamaCppServers, ServerSettings
-from consortium.tasks.registry import TaskSet, load_task_set
+from consortium.tasks.base import TaskSet
+from consortium.tasks.registry import load_task_set
 
 POOL_NAME = "llama.cpp server, SmolLM2-135M-Instruct (Q4_1) + Gemma 3 270M (Q4_K_M), 1 thread each"
 

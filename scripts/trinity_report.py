@@ -48,9 +48,9 @@ from consortium.replay.protocol import (
     score_matrix,
     with_cis,
 )
+from consortium.replay.tasks import ID_DATASETS, OOD_DATASETS, load_replay_tasks
 from consortium.report import markdown_table
 from consortium.tasks.base import Task
-from consortium.tasks.replay import ID_DATASETS, OOD_DATASETS, load_replay_tasks
 from consortium.train.recorded import RoutingProblem
 from consortium.train.routers import KnnRouter, MlpRouter, PerDatasetBest, random_choices
 from consortium.train.routing import encode_all, fit_head

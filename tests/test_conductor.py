@@ -21,11 +21,11 @@ from consortium.pool import Pool
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
+from consortium.replay.tasks import ReplayGrader, load_replay_tasks
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller, TaskCaller
 from consortium.runtime.store import TraceStore
 from consortium.tasks.base import Task
-from consortium.tasks.replay import ReplayGrader, load_replay_tasks
 from tests.helpers import replay_caller
 from tests.scripted_server import ScriptedServer, scripted_server
 

@@ -13,7 +13,7 @@ from consortium.config import dump_pool
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
-from consortium.tasks.replay import load_replay_tasks
+from consortium.replay.tasks import load_replay_tasks
 from tests.scripted_server import ScriptedServer, scripted_server
 from tests.test_cli import cli, one_line_error
 

@@ -13,7 +13,7 @@ import pytest
 from consortium.config import PoolConfig
 from consortium.coord.conductor.workflow import parse_workflow
 from consortium.replay.data import ReplayData
-from consortium.tasks.replay import ReplayGrader, load_replay_tasks
+from consortium.replay.tasks import ReplayGrader, load_replay_tasks
 from consortium.train.conductor_stages import (
     StageCallbacks,
     StagedSettings,

@@ -18,10 +18,10 @@ from consortium.pool import Pool
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
+from consortium.replay.tasks import ReplayGrader, load_replay_tasks
 from consortium.runtime.caller import Caller
 from consortium.runtime.dist import RayExecutor, shards
 from consortium.runtime.store import TraceStore
-from consortium.tasks.replay import ReplayGrader, load_replay_tasks
 from consortium.train.grpo import WorkflowReward
 from consortium.train.online import train_online
 from consortium.train.settings import TrainConfig

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
+from consortium.answers import agree, final_answer
 from consortium.config import PoolConfig, dump_pool
-from consortium.coord.agreement import agree, final_answer
 from consortium.coord.base import Coordinator, Outcome
 from consortium.coord.registry import build_coordinator
 from consortium.evaluate import run_policy
@@ -42,10 +42,10 @@ from consortium.pool import Pool
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
+from consortium.replay.tasks import ReplayGrader, load_replay_tasks
 from consortium.runtime.caller import Caller, TaskCaller
 from consortium.runtime.store import TraceStore
 from consortium.tasks.base import Task
-from consortium.tasks.replay import ReplayGrader, load_replay_tasks
 from consortium.types import user
 from tests.test_cli import cli, one_line_error
 

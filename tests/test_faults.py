@@ -152,9 +152,9 @@ async def test_a_failing_model_falls_back_and_the_trace_says_so(
     from consortium.coord.baselines import SingleModel
     from consortium.evaluate import run_policy
     from consortium.pool import Pool
+    from consortium.replay.tasks import ReplayGrader, load_replay_tasks
     from consortium.runtime.caller import Caller
     from consortium.runtime.store import TraceStore
-    from consortium.tasks.replay import ReplayGrader, load_replay_tasks
 
     down = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     working = replay_pool(replay_data, replay_server.base_url, [MODEL]).models[0]
@@ -221,8 +221,8 @@ async def test_a_task_never_outlives_its_deadline(
     from consortium.coord.baselines import SingleModel
     from consortium.evaluate import run_policy
     from consortium.pool import Pool
+    from consortium.replay.tasks import ReplayGrader, load_replay_tasks
     from consortium.runtime.caller import Caller
-    from consortium.tasks.replay import ReplayGrader, load_replay_tasks
 
     # The endpoint hangs for 20 s and the model's own timeout is 60 s: only the deadline acts.
     config = replay_pool(replay_data, hanging_server.base_url, [MODEL], timeout=60, max_retries=0)

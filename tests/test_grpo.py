@@ -14,10 +14,10 @@ from consortium.coord.conductor.policy import ConductorCoordinator
 from consortium.pool import Pool
 from consortium.replay.data import ReplayData
 from consortium.replay.pool import short_name
+from consortium.replay.tasks import ReplayGrader, load_replay_tasks
 from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
 from consortium.tasks.base import Task
-from consortium.tasks.replay import ReplayGrader, load_replay_tasks
 from consortium.train.grpo import (
     FORMAT_FAIL,
     RIGHT,

@@ -27,9 +27,9 @@ from consortium.replay.protocol import (
     score_matrix,
     with_cis,
 )
+from consortium.replay.tasks import ID_DATASETS, OOD_DATASETS, load_replay_tasks
 from consortium.runtime.store import TraceStore
 from consortium.tasks.base import Task
-from consortium.tasks.replay import ID_DATASETS, OOD_DATASETS, load_replay_tasks
 from tests.test_cli import cli, one_line_error
 
 DATASETS = [*ID_DATASETS, *OOD_DATASETS]

@@ -21,12 +21,13 @@ import numpy as np
 import openai
 import pytest
 
+from consortium.answers import find_verdict
 from consortium.config import PoolConfig, load_pool, parse_pool
 from consortium.coord.conductor.policy import ConductorCoordinator
 from consortium.coord.conductor.templates import WorkflowCoordinator, template
 from consortium.coord.conductor.workflow import Workflow
 from consortium.coord.trinity.head import ROLES, LinearHead
-from consortium.coord.trinity.protocol import TrinityCoordinator, find_verdict
+from consortium.coord.trinity.protocol import TrinityCoordinator
 from consortium.errors import AgentError, ConfigError, ConsortiumError
 from consortium.evaluate import run_policy
 from consortium.launch import ChildServer

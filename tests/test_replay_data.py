@@ -12,7 +12,7 @@ import pytest
 from consortium.errors import ConfigError
 from consortium.replay.behaviour import replay_answer
 from consortium.replay.data import ReplayData, load_replay
-from consortium.tasks.replay import ReplayGrader, load_replay_tasks, task_from_record
+from consortium.replay.tasks import ReplayGrader, load_replay_tasks, task_from_record
 
 README_COUNTS = {  # n per file, from the data folder's README
     ("mmlu", "test"): 4213,

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from consortium.answers import parse_verdict
 from consortium.config import parse_pool
 from consortium.coord.trinity.encoder import (
     CachedEncoder,
@@ -19,15 +20,15 @@ from consortium.coord.trinity.encoder import (
 )
 from consortium.coord.trinity.head import ROLES, LinearHead
 from consortium.coord.trinity.policy import HeadSetup
-from consortium.coord.trinity.protocol import TrinityCoordinator, parse_verdict
+from consortium.coord.trinity.protocol import TrinityCoordinator
 from consortium.pool import Pool
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool, short_name
+from consortium.replay.tasks import ID_DATASETS, ReplayGrader, load_replay_tasks
 from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
 from consortium.tasks.base import Task
-from consortium.tasks.replay import ID_DATASETS, ReplayGrader, load_replay_tasks
 from consortium.train.online import train_online
 from consortium.train.settings import TrainConfig
 from consortium.types import Completion, Message, Usage
@@ -340,7 +341,7 @@ def test_sep_cma_es_killed_with_sigkill_resumes_to_the_same_policy(
         "from consortium.replay.data import load_replay\n"
         "from consortium.replay.pool import replay_pool\n"
         "from consortium.runtime.caller import Caller\n"
-        "from consortium.tasks.replay import ReplayGrader\n"
+        "from consortium.replay.tasks import ReplayGrader\n"
         "from consortium.train.online import train_online\n"
         "from consortium.train.settings import TrainConfig\n"
         "from tests.test_trinity import hash_setup\n"

@@ -21,9 +21,9 @@ from consortium.pool import Pool
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess, free_port
 from consortium.replay.pool import replay_pool
+from consortium.replay.tasks import ReplayGrader, load_replay_tasks
 from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
-from consortium.tasks.replay import ReplayGrader, load_replay_tasks
 from consortium.viewer import TraceViewer
 from tests.scripted_server import app_in_thread
 

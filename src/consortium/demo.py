@@ -15,23 +15,18 @@ from consortium.coord.base import Coordinator
 from consortium.coord.baselines import RandomRouter, SingleModel
 from consortium.coord.conductor.templates import WorkflowCoordinator, template
 from consortium.coord.trinity.policy import default_encoder, load_policy
-from consortium.evaluate import (
-    ORACLE,
-    EvalReport,
-    TaskResult,
-    evaluate_policies,
-    recorded_expectation,
-)
+from consortium.evaluate import ORACLE, EvalReport, TaskResult, evaluate_policies
 from consortium.pool import Pool
 from consortium.progress import task_progress
 from consortium.replay.data import ReplayData, Source, load_replay
+from consortium.replay.expectation import recorded_expectation
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool, short_name
+from consortium.replay.tasks import ID_DATASETS, OOD_DATASETS, ReplayGrader, load_replay_tasks
 from consortium.report import to_markdown, to_rich
 from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
 from consortium.tasks.registry import load_task_set
-from consortium.tasks.replay import ID_DATASETS, OOD_DATASETS, ReplayGrader, load_replay_tasks
 from consortium.train.session import fit_setup, train_trinity
 from consortium.train.settings import TrainConfig
 

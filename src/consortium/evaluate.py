@@ -167,26 +167,6 @@ def oracle_summary(per_policy: Mapping[str, Sequence[TaskResult]]) -> PolicySumm
     return summary
 
 
-def recorded_expectation(tasks: Sequence[Task]) -> dict[str, dict[str, float]]:
-    """What the recorded data say each model (and the best of them) scores on `tasks`.
-
-    Returns {recorded model id: {dataset: mean probability of a right answer}}, from the metadata
-    `p_correct` that replay task sets carry. The oracle is the mean of the best probability.
-    """
-    sums: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    counts: dict[str, int] = defaultdict(int)
-    for task in tasks:
-        p_correct: dict[str, float] = task.meta["p_correct"]
-        counts[task.dataset] += 1
-        for model, p in p_correct.items():
-            sums[model][task.dataset] += p
-        sums[ORACLE][task.dataset] += max(p_correct.values())
-    return {
-        policy: {d: total / counts[d] for d, total in per_dataset.items()}
-        for policy, per_dataset in sums.items()
-    }
-
-
 class CoordinatorBuilder(Protocol):
     """Builds a coordinator inside a worker, from the pool configuration (picklable)."""
 

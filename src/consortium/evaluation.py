@@ -34,7 +34,8 @@ from consortium.runtime.caller import Caller
 from consortium.runtime.dist import make_executor
 from consortium.runtime.store import DEFAULT_TRACES, TraceStore
 from consortium.runtime.telemetry import Telemetry
-from consortium.tasks.registry import TaskSet, load_task_set
+from consortium.tasks.base import TaskSet
+from consortium.tasks.registry import load_task_set
 
 Protocol = Literal["sampled", "routerdc"]
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from consortium.coord.agreement import agree
+from consortium.answers import agree
 from consortium.evaluate import TaskResult
 from consortium.evolve.measure import accuracy, by_cluster
 from consortium.evolve.proposal import (

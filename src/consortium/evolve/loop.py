@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from consortium.coord.base import Coordinator
+from consortium.draws import uniform
 from consortium.errors import ConfigError
 from consortium.evaluate import TaskResult, summarise
 from consortium.evolve.guards import GuardConfig, compare, judge
@@ -32,7 +33,6 @@ from consortium.evolve.measure import (
 from consortium.evolve.proposal import Proposal, Proposer, RoundContext
 from consortium.evolve.strategies import Plan, Strategy
 from consortium.pool import Pool
-from consortium.replay.behaviour import uniform
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller
 from consortium.runtime.dist import Executor

@@ -23,8 +23,8 @@ from consortium.pool import Pool
 from consortium.runtime.dist import make_executor
 from consortium.runtime.store import DEFAULT_TRACES, TraceStore
 from consortium.runtime.telemetry import Telemetry
-from consortium.tasks.base import Task
-from consortium.tasks.registry import TaskSet, load_task_set
+from consortium.tasks.base import Task, TaskSet
+from consortium.tasks.registry import load_task_set
 from consortium.train.settings import RETRAIN
 
 

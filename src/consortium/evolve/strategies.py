@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from consortium.answers import agree
 from consortium.config import PoolConfig
-from consortium.coord.agreement import agree
 from consortium.coord.base import Coordinator, Outcome
 from consortium.errors import CoordinatorError
 from consortium.runtime.caller import TaskCaller

@@ -10,7 +10,7 @@ parameter (0 when absent): repeating a request repeats its answer, a new seed dr
 
 The recorded data hold no reference answers for split2 questions, so a right answer is written as
 "The answer is <reference token>" and a wrong one with a token unique to (model, sample): a declared
-stand-in for the answer text, graded by `consortium.tasks.replay.ReplayGrader`.
+stand-in for the answer text, graded by `consortium.replay.tasks.ReplayGrader`.
 """
 
 from __future__ import annotations
@@ -19,16 +19,13 @@ import hashlib
 from dataclasses import dataclass
 from typing import Literal
 
+from consortium.answers import ANSWER_PREFIX
+from consortium.draws import uniform
 from consortium.replay.data import ReplayRecord, reference_token
 
 Coupling = Literal["shared", "independent"]
-ANSWER_PREFIX = "The answer is "
-
-
-def uniform(*parts: object) -> float:
-    """A uniform number in [0, 1) determined by `parts`."""
-    digest = hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") / 2**64
+ANSWER_TOKEN = r"[RW][0-9a-f]{10}"
+"""What a replayed answer states instead of answer text: R + hex for right, W + hex for wrong."""
 
 
 @dataclass(frozen=True, slots=True)

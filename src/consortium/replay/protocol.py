@@ -18,10 +18,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from consortium.errors import ConsortiumError
+from consortium.replay.expectation import recorded_outcomes
 from consortium.replay.pool import short_name
+from consortium.replay.tasks import ID_DATASETS, OOD_DATASETS
 from consortium.report import markdown_table
 from consortium.tasks.base import Task
-from consortium.tasks.replay import ID_DATASETS, OOD_DATASETS
 
 if TYPE_CHECKING:
     from consortium.evaluate import TaskResult
@@ -74,7 +75,7 @@ class ProtocolRow:
 
 def require_recorded(tasks: Sequence[Task]) -> None:
     """A clear error unless every task carries recorded outcomes (a replay task set)."""
-    if not tasks or any("p_correct" not in task.meta for task in tasks):
+    if not tasks or any(recorded_outcomes(task) is None for task in tasks):
         raise ConsortiumError(
             "the RouterDC protocol needs a replay task set (--tasks replay:…) whose tasks carry "
             "recorded outcomes; these tasks have none"
@@ -82,7 +83,7 @@ def require_recorded(tasks: Sequence[Task]) -> None:
 
 
 def _recorded(task: Task, model: str) -> float:
-    p_correct: dict[str, float] = task.meta["p_correct"]
+    p_correct = recorded_outcomes(task) or {}
     if model not in p_correct:
         raise ConsortiumError(f"task {task.id} has no recorded outcome of model {model!r}")
     return float(p_correct[model])
@@ -272,7 +273,8 @@ def routerdc_rows(
     """Every policy's row, then the anchors over the pool's recorded models, with the intervals."""
     require_recorded(tasks)
     rows = [policy_row(name, results, tasks, recorded_ids) for name, results in per_policy.items()]
-    models = [m for m in dict.fromkeys(recorded_ids.values()) if m in tasks[0].meta["p_correct"]]
+    recorded = recorded_outcomes(tasks[0]) or {}
+    models = [m for m in dict.fromkeys(recorded_ids.values()) if m in recorded]
     if not models:
         raise ConsortiumError("no model of the pool has recorded outcomes for these tasks")
     anchors = anchor_rows(tasks, models)

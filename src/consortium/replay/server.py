@@ -26,13 +26,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from consortium.draws import uniform
 from consortium.openai_format import (
     ChunkWriter,
     completion_body,
     content_text,
     error_response,
 )
-from consortium.replay.behaviour import Coupling, replay_answer, uniform
+from consortium.replay.behaviour import Coupling, replay_answer
 from consortium.replay.data import ReplayData, ReplayRecord
 from consortium.tokens import estimate_tokens
 

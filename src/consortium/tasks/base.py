@@ -1,4 +1,4 @@
-"""Tasks and the one Grader protocol every benchmark implements."""
+"""Tasks, the one Grader protocol every benchmark implements, and a task set (tasks + grader)."""
 
 from __future__ import annotations
 
@@ -25,3 +25,12 @@ class Grade:
 
 class Grader(Protocol):
     def grade(self, task: Task, answer: str) -> Grade: ...
+
+
+@dataclass(frozen=True)
+class TaskSet:
+    tasks: list[Task]
+    grader: Grader
+    description: str
+    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Named groups of datasets a report averages over (e.g. in- and out-of-distribution)."""

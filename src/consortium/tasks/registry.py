@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
-
+from consortium import plugins
 from consortium.errors import TaskSpecError
-from consortium.replay.data import SOURCES, load_replay
 from consortium.tasks.arithmetic import arithmetic_tasks
-from consortium.tasks.base import Grader, Task
+from consortium.tasks.base import Grader, TaskSet
 from consortium.tasks.choice import ChoiceGrader
 from consortium.tasks.code import CodeGrader
 from consortium.tasks.loaders import FORMATS, build_tasks, read_hf, read_rows
 from consortium.tasks.math import MathGrader
-from consortium.tasks.replay import ID_DATASETS, OOD_DATASETS, ReplayGrader, load_replay_tasks
 from consortium.tasks.spec import TaskSpec, parse_spec
-
-REPLAY_DATA_ENV = "CONSORTIUM_REPLAY_DATA"
-
-
-@dataclass(frozen=True)
-class TaskSet:
-    tasks: list[Task]
-    grader: Grader
-    description: str
-    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    """Named groups of datasets a report averages over (the replay set: ID and OOD)."""
 
 
 def _grader(kind: str) -> Grader:
@@ -63,26 +48,8 @@ def load_task_set(text: str) -> TaskSet:
         return TaskSet(
             arithmetic_tasks(n, seed), MathGrader(), f"{n} arithmetic questions (seed {seed})"
         )
-    if spec.name == "replay":
-        spec.check_keys({"data", "source", "datasets", "split", "limit", "seed"})
-        data_dir = spec.get("data") or os.environ.get(REPLAY_DATA_ENV)
-        if not data_dir:
-            raise TaskSpecError(
-                f"--tasks replay needs data=DIR (the routerdc folder) or ${REPLAY_DATA_ENV}"
-            )
-        source = spec.get("source", "split2")
-        if source not in SOURCES:
-            raise TaskSpecError(f"--tasks replay: source must be one of {', '.join(SOURCES)}")
-        data = load_replay(data_dir, sources=[source])
-        task_set = load_replay_tasks(
-            data,
-            source=source,
-            datasets=spec.get_list("datasets"),
-            split=spec.get("split", "test") or "test",
-            limit=spec.get_int("limit"),
-            seed=spec.get_int("seed", 0) or 0,
-        )
-        groups = {"ID": ID_DATASETS, "OOD": OOD_DATASETS}
-        return TaskSet(task_set.tasks, ReplayGrader(), task_set.description, groups)
-    known = ", ".join(["replay", "arithmetic", *FORMATS])
+    if spec.name in plugins.TASK_SETS:
+        task_set: TaskSet = plugins.load(plugins.TASK_SETS[spec.name])(spec)
+        return task_set
+    known = ", ".join([*plugins.TASK_SETS, "arithmetic", *FORMATS])
     raise TaskSpecError(f"--tasks: unknown task set {spec.name!r}; known: {known}")

@@ -14,7 +14,7 @@ from consortium.coord.trinity.policy import HeadSetup
 from consortium.evaluate import run_policy, summarise
 from consortium.pool import Pool
 from consortium.runtime.caller import Caller
-from consortium.tasks.registry import TaskSet
+from consortium.tasks.base import TaskSet
 from consortium.train.optimizers import OPTIMIZERS, TITLES
 from consortium.train.session import train_trinity
 from consortium.train.settings import TrainConfig

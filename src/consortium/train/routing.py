@@ -15,6 +15,7 @@ import numpy as np
 from consortium.coord.trinity.encoder import CachedEncoder, StandardizedEncoder, Standardizer
 from consortium.coord.trinity.policy import HeadSetup, save_policy
 from consortium.errors import ConfigError
+from consortium.replay.expectation import recorded_outcomes
 from consortium.tasks.base import Task
 from consortium.train.fit import FitState
 from consortium.train.recorded import RoutingProblem, imitation, train_recorded
@@ -23,12 +24,12 @@ from consortium.train.settings import RouterTraining
 
 
 def recorded_scores(tasks: Sequence[Task], models: Sequence[str]) -> np.ndarray:
-    """(n_tasks, n_models): each recorded model's score on each task (replay task sets carry it
-    as `meta["p_correct"]`: the fraction of correct samples, or 1/0 for multiple choice)."""
+    """(n_tasks, n_models): each recorded model's score on each task (replay task sets carry it:
+    the fraction of correct samples, or 1/0 for multiple choice)."""
     rows = []
     for task in tasks:
-        recorded = task.meta.get("p_correct")
-        if not isinstance(recorded, dict):
+        recorded = recorded_outcomes(task)
+        if recorded is None:
             raise ConfigError(
                 f"task {task.id} carries no recorded outcomes: routing on recorded outcomes "
                 "needs a replay task set (replay:data=DIR:...)"

@@ -16,7 +16,7 @@ from consortium.pool import Pool
 from consortium.runtime.cache import ResponseCache
 from consortium.runtime.caller import Caller
 from consortium.runtime.dist import Executor
-from consortium.tasks.registry import TaskSet
+from consortium.tasks.base import TaskSet
 from consortium.train.fit import FitState
 from consortium.train.online import train_online
 from consortium.train.optimizers import TITLES

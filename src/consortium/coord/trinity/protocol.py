@@ -9,12 +9,12 @@ Worker spoke), so graders always read an answer and never a verdict.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from consortium.answers import parse_verdict
 from consortium.coord.base import Outcome
 from consortium.coord.trinity.encoder import Encoder
 from consortium.coord.trinity.head import ROLES, LinearHead
@@ -41,23 +41,6 @@ ROLE_PROMPTS = {
         "'VERDICT: REVISE', then a one-paragraph diagnosis."
     ),
 }
-
-_VERDICT = re.compile(r"VERDICT\s*[:=]?\s*[\*_`\"']*\s*(ACCEPT|REVISE)\b", re.IGNORECASE)
-_BARE = re.compile(r"^\s*[\*_`\"']*\s*(ACCEPT|REVISE)\b", re.IGNORECASE)
-
-
-def find_verdict(text: str) -> str | None:
-    """ACCEPT or REVISE as the reply states it; None when it states neither."""
-    found = _VERDICT.findall(text)
-    if found:
-        return str(found[-1]).upper()
-    bare = _BARE.match(text)
-    return bare.group(1).upper() if bare else None
-
-
-def parse_verdict(text: str) -> str:
-    """ACCEPT or REVISE; anything unparseable counts as REVISE."""
-    return find_verdict(text) or "REVISE"
 
 
 @dataclass

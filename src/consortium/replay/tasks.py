@@ -1,23 +1,36 @@
-"""Task sets from recorded outcomes, with the train/test splits as recorded, and their grader."""
+"""Task sets from recorded outcomes, with the train/test splits as recorded, and their grader:
+the `replay:` kind of `--tasks` (`replay_task_set`)."""
 
 from __future__ import annotations
 
+import os
 import random
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from consortium.answers import stated
 from consortium.errors import TaskSpecError
-from consortium.replay.behaviour import ANSWER_PREFIX
-from consortium.replay.data import ReplayData, ReplayRecord, Source, reference_token
-from consortium.tasks.base import Grade, Task
+from consortium.replay.behaviour import ANSWER_TOKEN
+from consortium.replay.data import (
+    SOURCES,
+    ReplayData,
+    ReplayRecord,
+    Source,
+    load_replay,
+    reference_token,
+)
+from consortium.replay.expectation import P_CORRECT
+from consortium.tasks.base import Grade, Task, TaskSet
+from consortium.tasks.spec import TaskSpec
+
+REPLAY_DATA_ENV = "CONSORTIUM_REPLAY_DATA"
 
 ID_DATASETS = ("mmlu", "gsm8k", "cmmlu", "arc_challenge", "humaneval")
 """In-distribution datasets of the RouterDC setup (train and test splits recorded)."""
 OOD_DATASETS = ("math_prealgebra", "mbpp", "ceval")
 """Out-of-distribution datasets (test only)."""
 
-_ANSWER = re.compile(re.escape(ANSWER_PREFIX) + r"([RW][0-9a-f]{10})")
+_ANSWER = stated(ANSWER_TOKEN)
 
 
 @dataclass(frozen=True)
@@ -39,7 +52,7 @@ def task_from_record(record: ReplayRecord) -> Task:
         dataset=record.dataset,
         split=record.split,
         reference=reference,
-        meta={"source": record.source, "p_correct": dict(record.p_correct)},
+        meta={"source": record.source, P_CORRECT: dict(record.p_correct)},
     )
 
 
@@ -85,3 +98,27 @@ class ReplayGrader:
             return Grade(False, 0.0, "no final answer found")
         correct = found[-1] == task.reference
         return Grade(correct, float(correct), f"final answer {found[-1]}")
+
+
+def replay_task_set(spec: TaskSpec) -> TaskSet:
+    """`replay:data=DIR:source=split2:datasets=a,b:split=test:limit=N:seed=0`."""
+    spec.check_keys({"data", "source", "datasets", "split", "limit", "seed"})
+    data_dir = spec.get("data") or os.environ.get(REPLAY_DATA_ENV)
+    if not data_dir:
+        raise TaskSpecError(
+            f"--tasks replay needs data=DIR (the routerdc folder) or ${REPLAY_DATA_ENV}"
+        )
+    source = spec.get("source", "split2")
+    if source not in SOURCES:
+        raise TaskSpecError(f"--tasks replay: source must be one of {', '.join(SOURCES)}")
+    data = load_replay(data_dir, sources=[source])
+    task_set = load_replay_tasks(
+        data,
+        source=source,
+        datasets=spec.get_list("datasets"),
+        split=spec.get("split", "test") or "test",
+        limit=spec.get_int("limit"),
+        seed=spec.get_int("seed", 0) or 0,
+    )
+    groups = {"ID": ID_DATASETS, "OOD": OOD_DATASETS}
+    return TaskSet(task_set.tasks, ReplayGrader(), task_set.description, groups)
