@@ -80,7 +80,10 @@ class SepCmaEs(Optimizer):
     def __init__(self, start: np.ndarray, options: OptimizerOptions) -> None:
         # cmaes moves the mean array it is given in place; the caller's warm start must stay put.
         self.cma = SepCMA(
-            mean=start.copy(), sigma=options.sigma0, population_size=options.popsize, seed=options.seed
+            mean=start.copy(),
+            sigma=options.sigma0,
+            population_size=options.popsize,
+            seed=options.seed,
         )
         self.policy = start.copy()
         self.n_candidates = options.popsize
