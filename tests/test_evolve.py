@@ -87,7 +87,7 @@ class MemoCoordinator:
         model = right[0] if task.id in self.remembered and right else self.fallback
         short = model.rsplit("/", 1)[-1]
         completion = await caller.call(short, [user(task.question)])
-        return Outcome(completion.text, {"model": short})
+        return Outcome(completion.text, model=short)
 
 
 class Fixed:
@@ -223,13 +223,12 @@ async def test_escalation_on_disagreement_follows_the_recorded_answers(
         disagree = not agree(
             responses["mistralai/mistral-7b-chat"], responses["mistralai/mixtral-8x7b-chat"]
         )
-        assert result.meta["escalated"] == disagree
+        assert result.outcome is not None and result.outcome.escalated == disagree
         assert result.calls == (3 if disagree else 2)
         chosen = "gpt-4-1106-preview" if disagree else "mistralai/mistral-7b-chat"
         assert result.answer == responses[chosen]
-    assert any(r.meta["escalated"] for r in results) and not all(
-        r.meta["escalated"] for r in results
-    )
+    escalated = [r.outcome is not None and r.outcome.escalated for r in results]
+    assert any(escalated) and not all(escalated)
 
 
 async def test_a_change_that_only_helps_the_tuning_set_is_rejected(
@@ -317,7 +316,7 @@ async def test_escalation_learns_a_confidence_threshold(
         async def run(self, task: Task, caller: TaskCaller) -> Outcome:
             completion = await caller.call("mistral-7b-chat", [user(task.question)])
             right = task.meta["p_correct"]["mistralai/mistral-7b-chat"] >= 1.0
-            return Outcome(completion.text, {"confidence": 0.9 if right else 0.2})
+            return Outcome(completion.text, confidence=0.9 if right else 0.2)
 
     def resolve(spec: str) -> Coordinator:
         return Confident() if spec == "confident:" else build_coordinator(spec, pool_config)

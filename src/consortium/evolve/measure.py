@@ -112,10 +112,14 @@ def cluster_records(
             calls=sum(r.calls for r in group),
             tokens=sum(r.tokens for r in group),
             cost=sum(r.cost for r in group),
-            escalated=sum(bool(r.meta.get("escalated")) for r in group),
+            escalated=sum(_escalated(r) for r in group),
         )
         for cluster, group in groups.items()
     ]
+
+
+def _escalated(result: TaskResult) -> bool:
+    return result.outcome is not None and result.outcome.escalated
 
 
 def _rate(hits: int, total: int) -> float | None:
@@ -141,7 +145,8 @@ def collaboration(results: Sequence[TaskResult], calls: Iterable[dict[str, Any]]
     summary: dict[str, Any] = {}
     for cluster, group in sorted(by_cluster(results).items()):
         n = len(group)
-        checked = [r for r in group if "disagreed" in r.meta]
+        outcomes = [r.outcome for r in group if r.outcome is not None]
+        checked = [o.disagreed for o in outcomes if o.disagreed is not None]
         said = verdicts.get(cluster, [])
         accepted_right = sum(v == "ACCEPT" and ok for v, ok in said)
         summary[cluster] = {
@@ -149,12 +154,14 @@ def collaboration(results: Sequence[TaskResult], calls: Iterable[dict[str, Any]]
             "accuracy": accuracy(group),
             "cost_per_task": sum(r.cost for r in group) / n,
             "calls_per_task": sum(r.calls for r in group) / n,
-            "escalation_rate": sum(bool(r.meta.get("escalated")) for r in group) / n,
-            "disagreement_rate": _rate(
-                sum(bool(r.meta["disagreed"]) for r in checked), len(checked)
-            ),
+            "escalation_rate": sum(_escalated(r) for r in group) / n,
+            "disagreement_rate": _rate(sum(checked), len(checked)),
             "right_answers_by": dict(
-                Counter(str(r.meta.get("answered_by")) for r in group if r.grade.correct)
+                Counter(
+                    str(r.outcome.answered_by if r.outcome else None)
+                    for r in group
+                    if r.grade.correct
+                )
             ),
             "calls_by_model_role": dict(by_model_role.get(cluster, {})),
             "verifier_precision": _rate(accepted_right, sum(v == "ACCEPT" for v, _ in said)),
