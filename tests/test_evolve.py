@@ -37,6 +37,7 @@ from consortium.evolve.proposals import (
     Templates,
 )
 from consortium.evolve.report import pareto_front, write_report
+from consortium.evolve.state import EvolveState
 from consortium.evolve.strategies import Plan, Strategy, StrategyCoordinator
 from consortium.pool import Pool
 from consortium.replay.data import ReplayData
@@ -139,7 +140,7 @@ async def run_loop(
     start: Strategy | None = None,
     resume: bool = False,
     resolve: Callable[[str], Coordinator] | None = None,
-) -> dict[str, Any]:
+) -> EvolveState:
     async with Pool(config) as pool:
         inputs = EvolveInputs(
             pool=pool,
@@ -255,15 +256,15 @@ async def test_a_change_that_only_helps_the_tuning_set_is_rejected(
         start=Strategy(default=Plan(first="single:Yi-34B-Chat")),
         resolve=resolve,
     )
-    for summary in state["rounds"]:
-        (candidate,) = summary["candidates"]
-        evidence = candidate["evidence"]
-        assert candidate["tuning_accuracy"] > summary["tuning"]["accuracy"]  # it looks great
-        assert evidence["difference"] < 0 and evidence["overfit"]
-        assert not candidate["adopted"] and "helps only where tuned" in candidate["reason"]
-    assert state["incumbent"] == state["start"]
+    for summary in state.rounds:
+        (candidate,) = summary.candidates
+        evidence = candidate.evidence
+        assert candidate.tuning_accuracy > summary.tuning.accuracy  # it looks great
+        assert evidence.difference < 0 and evidence.overfit
+        assert not candidate.adopted and "helps only where tuned" in candidate.reason
+    assert state.incumbent == state.start
     library = StrategyLibrary(store)
-    changes = library.changes(state["evolve_id"])
+    changes = library.changes(state.evolve_id)
     assert len(changes) == 2 and not any(c["adopted"] for c in changes)
     assert library.strategy(changes[0]["candidate_id"]) == Strategy(default=Plan(first="memo:"))
     report = write_report(state, tmp_path / "out").read_text()
@@ -292,10 +293,10 @@ async def test_caps_hold(pool_config: PoolConfig, replay_data: ReplayData, tmp_p
         EvolveConfig(rounds=1, tuning_batch=60, heldout_batch=60, guard=guard),
         start=start,
     )
-    reasons = {c["strategy_id"]: c["reason"] for c in state["rounds"][0]["candidates"]}
+    reasons = {c.strategy_id: c.reason for c in state.rounds[0].candidates}
     assert reasons[expensive.id].startswith("cost cap")
     # The vote needs 5 calls; the hard cap stops every task at 3, and the guard refuses it.
-    assert not any(c["adopted"] for c in state["rounds"][0]["candidates"])
+    assert not any(c.adopted for c in state.rounds[0].candidates)
     assert "call" in reasons[many_calls.id] or "not shown better" in reasons[many_calls.id]
     run_ids = [r["run_id"] for r in store.list_runs() if r["kind"] == "evolve"]
     rows = [row for run_id in run_ids for row in store.iter_results(run_id)]
@@ -371,7 +372,7 @@ async def test_resume_does_not_redo_finished_rounds(
     resumed = await run_loop(
         pool_config, tuning, heldout, store, out, proposers, settings, resume=True
     )
-    assert resumed["rounds"][0] == interrupted["rounds"][0]  # round 1 kept, not redone
+    assert resumed.rounds[0].model_dump() == interrupted["rounds"][0]  # round 1 kept, not redone
     runs = [r for r in store.list_runs() if r["kind"] == "evolve"]
     by_round: dict[Any, list[str]] = {}
     for run in runs:
@@ -388,23 +389,24 @@ async def test_resume_does_not_redo_finished_rounds(
         settings,
     )
 
-    def outcome(state: dict[str, Any]) -> list[Any]:
+    def outcome(state: EvolveState) -> list[Any]:
+        assert state.final is not None
         return [
             (
-                r["incumbent_id"],
-                r["heldout"],
-                r["tuning"],
-                [c["strategy_id"] for c in r["candidates"]],
-                r["adopted"],
+                r.incumbent_id,
+                r.heldout,
+                r.tuning,
+                [c.strategy_id for c in r.candidates],
+                r.adopted,
             )
-            for r in state["rounds"]
-        ] + [state["final"]["strategies"], state["final"]["first_vs_final"]]
+            for r in state.rounds
+        ] + [state.final.strategies, state.final.first_vs_final]
 
     assert outcome(resumed) == outcome(straight)
     # The library holds each round once, even though round 2 was started twice.
-    rounds = [row["round"] for row in StrategyLibrary(store).changes(resumed["evolve_id"])]
+    rounds = [row["round"] for row in StrategyLibrary(store).changes(resumed.evolve_id)]
     assert rounds == sorted(rounds) and len(rounds) == sum(
-        len(r["candidates"]) for r in resumed["rounds"]
+        len(r.candidates) for r in resumed.rounds
     )
 
 
