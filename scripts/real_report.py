@@ -99,7 +99,9 @@ async def evaluate(
                 coordinator, task_set.tasks, task_set.grader, caller, concurrency=2
             )
             fallbacks = sum(
-                any("fallback" in note for note in getattr(r.meta.get("workflow"), "notes", []))
+                r.outcome is not None
+                and r.outcome.workflow is not None
+                and any("fallback" in note for note in r.outcome.workflow.notes)
                 for r in results
             )
             rows.append(

@@ -203,7 +203,7 @@ async def test_conductor_writes_and_runs_a_workflow(
     workers = workers_of(entries)
     conductor = ConductorCoordinator("boss", workers)
     outcome = await conductor.run(question, caller.for_task(question.id, conductor.name))
-    run = outcome.meta["workflow"]
+    run = outcome.workflow
     assert [s.step.model for s in run.steps] == [workers[1], workers[2], workers[0]]
     assert outcome.answer == run.steps[-1].output
     calls = list(store.iter_calls(caller.run_id))
@@ -224,7 +224,7 @@ async def test_malformed_workflow_is_an_error_or_goes_to_the_fallback(
         await ConductorCoordinator("boss", workers).run(question, caller.for_task("a", "c"))
     conductor = ConductorCoordinator("boss", workers, fallback=workers[0])
     outcome = await conductor.run(question, caller.for_task("b", "c"))
-    assert "fallback" in outcome.meta["notes"][0]
+    assert "fallback" in outcome.notes[0]
     assert "replay of" in outcome.answer
     roles = [c["role"] for c in store.iter_calls(caller.run_id) if c["task_id"] == "b"]
     assert roles == ["conductor", "fallback"]
@@ -246,11 +246,11 @@ async def test_recursion_runs_an_inner_workflow_that_sees_the_outer_results(
     caller, store = conductor_caller(entries, tmp_path)
     conductor = ConductorCoordinator("boss", workers, recursion=True, max_depth=1)
     outcome = await conductor.run(question, caller.for_task("r", "c"))
-    run = outcome.meta["workflow"]
+    run = outcome.workflow
     inner = run.steps[1].inner
     assert inner is not None and inner.depth == 1
     assert outcome.answer == inner.answer == inner.steps[0].output
-    assert outcome.meta["conductor_calls"] == 2
+    assert outcome.conductor_calls == 2
     inner_prompt = next(m for m in map(lambda r: r["messages"], server.requests) if _is_inner(m))
     assert run.steps[0].output in inner_prompt[-1]["content"]  # it sees the outer result
     assert "Model 7" not in inner_prompt[0]["content"]  # depth cap: itself no longer offered
@@ -271,9 +271,9 @@ async def test_depth_cap_and_empty_lists_pass_the_previous_answer_through(
     caller, _ = conductor_caller(entries, tmp_path)
     conductor = ConductorCoordinator("boss", workers, recursion=True, max_depth=1)
     outcome = await conductor.run(question, caller.for_task("d", "c"))
-    run = outcome.meta["workflow"]
+    run = outcome.workflow
     assert outcome.answer == run.steps[0].output
-    assert any("out of range" in note for note in outcome.meta["notes"])
+    assert any("out of range" in note for note in outcome.notes)
 
     server.scripts["boss"] = lambda m: (
         "model_id = []\nsubtasks = []\naccess_list = []"
@@ -281,8 +281,8 @@ async def test_depth_cap_and_empty_lists_pass_the_previous_answer_through(
         else workflow_text([0, me], [[], [0]])
     )
     outcome = await conductor.run(question, caller.for_task("e", "c"))
-    run = outcome.meta["workflow"]
-    assert outcome.answer == run.steps[0].output and outcome.meta["notes"] == []
+    run = outcome.workflow
+    assert outcome.answer == run.steps[0].output and outcome.notes == ()
 
 
 async def test_conductor_call_cap_bounds_recursion(
@@ -301,12 +301,12 @@ async def test_conductor_call_cap_bounds_recursion(
         "boss", workers, recursion=True, max_depth=3, max_conductor_calls=3
     )
     outcome = await conductor.run(question, caller.for_task("cap", "c"))
-    assert outcome.meta["conductor_calls"] == 3
+    assert outcome.conductor_calls == 3
     conductor_rows = [
         c for c in store.iter_calls(caller.run_id) if c["role"].startswith("conductor")
     ]
     assert len(conductor_rows) == 3
-    assert any("call cap (3) reached" in note for note in outcome.meta["notes"])
+    assert any("call cap (3) reached" in note for note in outcome.notes)
 
 
 async def test_task_budget_holds_inside_a_workflow(

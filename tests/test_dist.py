@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -14,6 +13,7 @@ from consortium.coord.registry import SpecBuilder, build_coordinator
 from consortium.evaluate import RemoteEvaluation, evaluate_policies, evaluate_remote
 from consortium.evolve.loop import EvolveConfig, EvolveInputs, EvolveLoop
 from consortium.evolve.proposals import ClusterSpecialists, Escalation
+from consortium.evolve.state import EvolveState
 from consortium.pool import Pool
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
@@ -115,7 +115,7 @@ async def test_evolve_on_ray_equals_local(
     tuning = load_replay_tasks(replay_data, source="routerbench", split="train", limit=30).tasks
     heldout = load_replay_tasks(replay_data, source="routerbench", split="test", limit=30).tasks
 
-    async def run(executor: RayExecutor | None, name: str) -> dict[str, Any]:
+    async def run(executor: RayExecutor | None, name: str) -> EvolveState:
         async with Pool(config) as pool:
             inputs = EvolveInputs(
                 pool=pool,
@@ -134,9 +134,10 @@ async def test_evolve_on_ray_equals_local(
 
     local, remote = await run(None, "local"), await run(ray_executor, "ray")
 
-    def outcome(state: dict[str, Any]) -> str:
-        rounds = [{k: v for k, v in r.items() if k != "run_id"} for r in state["rounds"]]
-        final = {k: v for k, v in state["final"].items() if k != "run_id"}
+    def outcome(state: EvolveState) -> str:
+        assert state.final is not None
+        rounds = [r.model_dump(exclude={"run_id"}) for r in state.rounds]
+        final = state.final.model_dump(exclude={"run_id"})
         return json.dumps([rounds, final], sort_keys=True)
 
     assert outcome(remote) == outcome(local)

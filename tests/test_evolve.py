@@ -37,6 +37,7 @@ from consortium.evolve.proposals import (
     Templates,
 )
 from consortium.evolve.report import pareto_front, write_report
+from consortium.evolve.state import EvolveState
 from consortium.evolve.strategies import Plan, Strategy, StrategyCoordinator
 from consortium.pool import Pool
 from consortium.replay.data import ReplayData
@@ -87,7 +88,7 @@ class MemoCoordinator:
         model = right[0] if task.id in self.remembered and right else self.fallback
         short = model.rsplit("/", 1)[-1]
         completion = await caller.call(short, [user(task.question)])
-        return Outcome(completion.text, {"model": short})
+        return Outcome(completion.text, model=short)
 
 
 class Fixed:
@@ -139,7 +140,7 @@ async def run_loop(
     start: Strategy | None = None,
     resume: bool = False,
     resolve: Callable[[str], Coordinator] | None = None,
-) -> dict[str, Any]:
+) -> EvolveState:
     async with Pool(config) as pool:
         inputs = EvolveInputs(
             pool=pool,
@@ -223,13 +224,12 @@ async def test_escalation_on_disagreement_follows_the_recorded_answers(
         disagree = not agree(
             responses["mistralai/mistral-7b-chat"], responses["mistralai/mixtral-8x7b-chat"]
         )
-        assert result.meta["escalated"] == disagree
+        assert result.outcome is not None and result.outcome.escalated == disagree
         assert result.calls == (3 if disagree else 2)
         chosen = "gpt-4-1106-preview" if disagree else "mistralai/mistral-7b-chat"
         assert result.answer == responses[chosen]
-    assert any(r.meta["escalated"] for r in results) and not all(
-        r.meta["escalated"] for r in results
-    )
+    escalated = [r.outcome is not None and r.outcome.escalated for r in results]
+    assert any(escalated) and not all(escalated)
 
 
 async def test_a_change_that_only_helps_the_tuning_set_is_rejected(
@@ -256,15 +256,15 @@ async def test_a_change_that_only_helps_the_tuning_set_is_rejected(
         start=Strategy(default=Plan(first="single:Yi-34B-Chat")),
         resolve=resolve,
     )
-    for summary in state["rounds"]:
-        (candidate,) = summary["candidates"]
-        evidence = candidate["evidence"]
-        assert candidate["tuning_accuracy"] > summary["tuning"]["accuracy"]  # it looks great
-        assert evidence["difference"] < 0 and evidence["overfit"]
-        assert not candidate["adopted"] and "helps only where tuned" in candidate["reason"]
-    assert state["incumbent"] == state["start"]
+    for summary in state.rounds:
+        (candidate,) = summary.candidates
+        evidence = candidate.evidence
+        assert candidate.tuning_accuracy > summary.tuning.accuracy  # it looks great
+        assert evidence.difference < 0 and evidence.overfit
+        assert not candidate.adopted and "helps only where tuned" in candidate.reason
+    assert state.incumbent == state.start
     library = StrategyLibrary(store)
-    changes = library.changes(state["evolve_id"])
+    changes = library.changes(state.evolve_id)
     assert len(changes) == 2 and not any(c["adopted"] for c in changes)
     assert library.strategy(changes[0]["candidate_id"]) == Strategy(default=Plan(first="memo:"))
     report = write_report(state, tmp_path / "out").read_text()
@@ -293,10 +293,10 @@ async def test_caps_hold(pool_config: PoolConfig, replay_data: ReplayData, tmp_p
         EvolveConfig(rounds=1, tuning_batch=60, heldout_batch=60, guard=guard),
         start=start,
     )
-    reasons = {c["strategy_id"]: c["reason"] for c in state["rounds"][0]["candidates"]}
+    reasons = {c.strategy_id: c.reason for c in state.rounds[0].candidates}
     assert reasons[expensive.id].startswith("cost cap")
     # The vote needs 5 calls; the hard cap stops every task at 3, and the guard refuses it.
-    assert not any(c["adopted"] for c in state["rounds"][0]["candidates"])
+    assert not any(c.adopted for c in state.rounds[0].candidates)
     assert "call" in reasons[many_calls.id] or "not shown better" in reasons[many_calls.id]
     run_ids = [r["run_id"] for r in store.list_runs() if r["kind"] == "evolve"]
     rows = [row for run_id in run_ids for row in store.iter_results(run_id)]
@@ -317,7 +317,7 @@ async def test_escalation_learns_a_confidence_threshold(
         async def run(self, task: Task, caller: TaskCaller) -> Outcome:
             completion = await caller.call("mistral-7b-chat", [user(task.question)])
             right = task.meta["p_correct"]["mistralai/mistral-7b-chat"] >= 1.0
-            return Outcome(completion.text, {"confidence": 0.9 if right else 0.2})
+            return Outcome(completion.text, confidence=0.9 if right else 0.2)
 
     def resolve(spec: str) -> Coordinator:
         return Confident() if spec == "confident:" else build_coordinator(spec, pool_config)
@@ -372,7 +372,7 @@ async def test_resume_does_not_redo_finished_rounds(
     resumed = await run_loop(
         pool_config, tuning, heldout, store, out, proposers, settings, resume=True
     )
-    assert resumed["rounds"][0] == interrupted["rounds"][0]  # round 1 kept, not redone
+    assert resumed.rounds[0].model_dump() == interrupted["rounds"][0]  # round 1 kept, not redone
     runs = [r for r in store.list_runs() if r["kind"] == "evolve"]
     by_round: dict[Any, list[str]] = {}
     for run in runs:
@@ -389,23 +389,24 @@ async def test_resume_does_not_redo_finished_rounds(
         settings,
     )
 
-    def outcome(state: dict[str, Any]) -> list[Any]:
+    def outcome(state: EvolveState) -> list[Any]:
+        assert state.final is not None
         return [
             (
-                r["incumbent_id"],
-                r["heldout"],
-                r["tuning"],
-                [c["strategy_id"] for c in r["candidates"]],
-                r["adopted"],
+                r.incumbent_id,
+                r.heldout,
+                r.tuning,
+                [c.strategy_id for c in r.candidates],
+                r.adopted,
             )
-            for r in state["rounds"]
-        ] + [state["final"]["strategies"], state["final"]["first_vs_final"]]
+            for r in state.rounds
+        ] + [state.final.strategies, state.final.first_vs_final]
 
     assert outcome(resumed) == outcome(straight)
     # The library holds each round once, even though round 2 was started twice.
-    rounds = [row["round"] for row in StrategyLibrary(store).changes(resumed["evolve_id"])]
+    rounds = [row["round"] for row in StrategyLibrary(store).changes(resumed.evolve_id)]
     assert rounds == sorted(rounds) and len(rounds) == sum(
-        len(r["candidates"]) for r in resumed["rounds"]
+        len(r.candidates) for r in resumed.rounds
     )
 
 

@@ -122,7 +122,7 @@ async def test_grpo_trains_a_tiny_conductor_that_then_conducts(
         caller = Caller(pool, store, store.start_run("t"))
         conductor = ConductorCoordinator("tiny", workers.names, fallback=workers.names[0])
         outcome = await conductor.run(tasks[0], caller.for_task("t", "c"))
-    assert "fallback" in outcome.meta["notes"][0]
+    assert "fallback" in outcome.notes[0]
     calls = list(store.iter_calls(caller.run_id))
     assert [c["role"] for c in calls] == ["conductor", "fallback"]
     assert 0 < calls[0]["completion_tokens"] <= 16

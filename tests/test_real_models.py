@@ -283,7 +283,7 @@ async def test_conductor_workflow_run_by_real_workers(
         conductor = ConductorCoordinator("boss", [SMOLLM2.name, GEMMA3.name])
         (task,) = tasks(1)
         outcome = await conductor.run(task, run.for_task(task.id, "conductor"))
-    workflow_run = outcome.meta["workflow"]
+    workflow_run = outcome.workflow
     calls = list(store.iter_calls(run.run_id))
     assert [c["role"] for c in calls].count("conductor") == 1
     workers = [c for c in calls if c["role"] == "worker"]

@@ -144,7 +144,7 @@ async def test_stops_at_the_first_accept(tmp_path: Path) -> None:
         (2, "b", "verifier", "ACCEPT"),
     ]
     assert outcome.answer == "The answer is 1 from a."  # the endorsed worker answer
-    assert outcome.meta["accepted"] is True
+    assert outcome.accepted is True
 
 
 async def test_revise_and_garbage_run_to_the_turn_limit(tmp_path: Path) -> None:
@@ -152,7 +152,7 @@ async def test_revise_and_garbage_run_to_the_turn_limit(tmp_path: Path) -> None:
     outcome, calls = await run_scripted(plan, ["VERDICT: REVISE", "garbage"], tmp_path)
     assert [c["role"] for c in calls] == ["worker", "verifier", "worker", "verifier", "thinker"]
     assert [c["verdict"] for c in calls if c["role"] == "verifier"] == ["REVISE", "REVISE"]
-    assert outcome.answer == "The answer is 2 from b." and outcome.meta["accepted"] is False
+    assert outcome.answer == "The answer is 2 from b." and outcome.accepted is False
 
 
 async def test_every_agent_sees_the_query_and_the_transcript(tmp_path: Path) -> None:

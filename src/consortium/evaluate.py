@@ -10,10 +10,10 @@ import asyncio
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from consortium.config import PoolConfig
-from consortium.coord.base import Coordinator
+from consortium.coord.base import Coordinator, Outcome
 from consortium.coord.conductor.workflow import WorkflowError
 from consortium.errors import AgentError, BudgetExceeded
 from consortium.pool import Pool
@@ -36,8 +36,9 @@ class TaskResult:
     tokens: int
     cost: float
     error: str | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
-    """What the coordinator reported beside its answer (turns, confidence …)."""
+    outcome: Outcome | None = None
+    """What the coordinator returned, its typed report (turns, confidence …) included; None when
+    it returned nothing (an error) or the result was read back from the trace store."""
     answered_by: str | None = None
     """Pool name of the model whose call produced the answer: the task's last successful call."""
 
@@ -79,10 +80,10 @@ async def run_policy(
             task_caller = caller.for_task(task.id, coordinator.name, task_limits)
             answer: str | None = None
             error: str | None = None
-            meta: dict[str, Any] = {}
+            outcome: Outcome | None = None
             try:
                 outcome = await asyncio.wait_for(coordinator.run(task, task_caller), deadline)
-                answer, meta = outcome.answer, outcome.meta
+                answer = outcome.answer
                 # Graders may run code or sympy; a thread keeps the event loop answering.
                 grade = await asyncio.to_thread(grader.grade, task, answer)
             except (AgentError, BudgetExceeded, WorkflowError) as failure:
@@ -101,7 +102,7 @@ async def run_policy(
                 budget.tokens,
                 budget.cost,
                 error,
-                meta,
+                outcome,
                 next((c.model for c in reversed(task_caller.made) if not c.failed), None),
             )
             if caller.store is not None:

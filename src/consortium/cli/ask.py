@@ -187,8 +187,8 @@ def conduct(
                 max_conductor_calls=max_calls,
             )
             outcome = await policy.run(Task("conduct", question, "ask", "none"), task_caller)
-            written: WorkflowRun = outcome.meta["workflow"]
-            return written, caller
+            assert outcome.workflow is not None
+            return outcome.workflow, caller
 
     with store.running("conduct", pool=str(pool)) as stored:
         run, caller = asyncio.run(go(stored.run_id))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -16,6 +16,9 @@ from consortium.cli.options import (
     TracesOption,
 )
 from consortium.errors import ConsortiumError
+
+if TYPE_CHECKING:
+    from consortium.evolve.state import RoundSummary
 
 
 @app.command()
@@ -161,11 +164,11 @@ def evolve(
         traces=traces,
     )
 
-    def show(summary: dict[str, Any]) -> None:
-        heldout_row = summary["heldout"]
+    def show(summary: RoundSummary) -> None:
+        heldout_row = summary.heldout
         err_console.print(
-            f"round {summary['round']}: held-out {100 * heldout_row['accuracy']:.1f}% at "
-            f"{heldout_row['cost_per_task']:.2e} USD/task; adopted: {summary['adopted'] or 'none'}"
+            f"round {summary.round}: held-out {100 * heldout_row.accuracy:.1f}% at "
+            f"{heldout_row.cost_per_task:.2e} USD/task; adopted: {summary.adopted or 'none'}"
         )
 
     _state, report = run_evolve(request, on_round=show)

@@ -18,7 +18,7 @@ class SingleModel:
 
     async def run(self, task: Task, caller: TaskCaller) -> Outcome:
         completion = await caller.call(self.model, [user(task.question)], final=True)
-        return Outcome(completion.text, {"model": self.model})
+        return Outcome(completion.text, model=self.model)
 
 
 class RandomRouter:
@@ -37,4 +37,4 @@ class RandomRouter:
     async def run(self, task: Task, caller: TaskCaller) -> Outcome:
         model = self.pick(task)
         completion = await caller.call(model, [user(task.question)], final=True)
-        return Outcome(completion.text, {"model": model})
+        return Outcome(completion.text, model=model)

@@ -81,7 +81,7 @@ def _routes(
                 [c.cost for c in check],
             )
         )
-    confidences = [f.meta.get("confidence") for f in first]
+    confidences = [f.outcome.confidence if f.outcome else None for f in first]
     known = [float(c) for c in confidences if c is not None]
     if first and len(known) == n:
         for threshold in _thresholds(known):

@@ -10,10 +10,11 @@ is adopted when it is more accurate by more than `margin`, with a one-sided p-va
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, computed_field
 from scipy.stats import binomtest
 
 Test = Literal["sign", "bootstrap"]
@@ -64,8 +65,11 @@ class Measured:
         return float(self.calls.mean()) if self.calls.size else 0.0
 
 
-@dataclass(frozen=True)
-class Evidence:
+class Evidence(BaseModel):
+    """The paired comparison behind a decision, as the state and the library store it."""
+
+    model_config = ConfigDict(frozen=True)
+
     tasks: int
     incumbent_accuracy: float
     candidate_accuracy: float
@@ -82,6 +86,7 @@ class Evidence:
     candidate_calls: float
     tuning_difference: float | None = None
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def overfit(self) -> bool:
         """Better where it was tuned, worse where it was not."""
@@ -90,9 +95,6 @@ class Evidence:
             and self.tuning_difference > 0
             and self.difference < 0
         )
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "overfit": self.overfit}
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,14 @@ from consortium.evolve.measure import (
     measured,
 )
 from consortium.evolve.proposal import Proposal, Proposer, RoundContext
+from consortium.evolve.state import (
+    Candidate,
+    EvolveState,
+    FinalComparison,
+    RoundSummary,
+    SplitSummary,
+    StrategyResult,
+)
 from consortium.evolve.strategies import Plan, Strategy
 from consortium.pool import Pool
 from consortium.runtime.budget import Limits
@@ -90,19 +98,19 @@ def split_tasks(tasks: Sequence[Task], seed: int) -> tuple[list[Task], list[Task
     return halves
 
 
-def _summary(results: Sequence[TaskResult]) -> dict[str, Any]:
+def _summary(results: Sequence[TaskResult]) -> SplitSummary:
     """`evaluate.summarise` per task, with the accuracy over all tasks beside the per-cluster."""
     summary = summarise("", results)
     n = summary.tasks or 1
-    return {
-        "tasks": summary.tasks,
-        "accuracy": accuracy(results),
-        "cost_per_task": summary.cost / n,
-        "calls_per_task": summary.calls / n,
-        "tokens_per_task": summary.tokens / n,
-        "errors": summary.errors,
-        "per_cluster": dict(sorted(summary.accuracy.items())),
-    }
+    return SplitSummary(
+        tasks=summary.tasks,
+        accuracy=accuracy(results),
+        cost_per_task=summary.cost / n,
+        calls_per_task=summary.calls / n,
+        tokens_per_task=summary.tokens / n,
+        errors=summary.errors,
+        per_cluster=dict(sorted(summary.accuracy.items())),
+    )
 
 
 class EvolveLoop:
@@ -114,7 +122,7 @@ class EvolveLoop:
         *,
         start: Strategy | None = None,
         resume: bool = False,
-        on_round: Callable[[dict[str, Any]], None] | None = None,
+        on_round: Callable[[RoundSummary], None] | None = None,
         after_round: Callable[[int], None] | None = None,
     ) -> None:
         if not inputs.tuning_pool or not inputs.heldout_pool:
@@ -140,40 +148,37 @@ class EvolveLoop:
         self.state_path = out_dir / "state.json"
         self.state = self._load_or_start(start, resume)
 
-    def _load_or_start(self, start: Strategy | None, resume: bool) -> dict[str, Any]:
+    def _load_or_start(self, start: Strategy | None, resume: bool) -> EvolveState:
         if self.state_path.exists():
             if not resume:
                 raise ConfigError(
                     f"{self.out_dir} holds an evolve run; pass --resume to continue it, or "
                     "choose another --out"
                 )
-            state: dict[str, Any] = json.loads(self.state_path.read_text())
-            if state["config"] != json.loads(json.dumps(self.config.fingerprint())):
+            state = EvolveState.load(self.state_path)
+            if state.config != json.loads(json.dumps(self.config.fingerprint())):
                 raise ConfigError(
                     f"--resume with different settings than {self.state_path} (only --rounds "
                     "and --concurrency may change)"
                 )
             return state
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        return {
-            "evolve_id": time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6],
-            "config": json.loads(json.dumps(self.config.fingerprint())),
-            "pool": self.inputs.pool_name,
-            "tasks": self.inputs.tasks_description,
-            "start": start.model_dump(mode="json") if start else None,
-            "incumbent": start.model_dump(mode="json") if start else None,
-            "rounds": [],
-            "final": None,
-        }
-
-    def _save(self) -> None:
-        temporary = self.state_path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(self.state, indent=1))
-        temporary.replace(self.state_path)
+        return EvolveState(
+            evolve_id=time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6],
+            config=json.loads(json.dumps(self.config.fingerprint())),
+            pool=self.inputs.pool_name,
+            tasks=self.inputs.tasks_description,
+            start=start,
+            incumbent=start,
+            rounds=[],
+            final=None,
+        )
 
     @property
     def incumbent(self) -> Strategy:
-        return Strategy.model_validate(self.state["incumbent"])
+        if self.state.incumbent is None:
+            raise ValueError("no incumbent before the first round starts")
+        return self.state.incumbent
 
     def batches(self, round_: int) -> tuple[list[Task], list[Task]]:
         seed = self.config.seed
@@ -186,7 +191,7 @@ class EvolveLoop:
     def _interrupted_runs(self) -> None:
         for run in self.inputs.store.list_runs():
             config = json.loads(run["config"] or "{}")
-            if run["status"] == "running" and config.get("evolve_id") == self.state["evolve_id"]:
+            if run["status"] == "running" and config.get("evolve_id") == self.state.evolve_id:
                 self.inputs.store.finish_run(run["run_id"], "interrupted")
 
     def _evaluator(self, run_id: str) -> Evaluator:
@@ -201,13 +206,11 @@ class EvolveLoop:
             seed=self.config.seed,
         )
 
-    async def run(self) -> dict[str, Any]:
+    async def run(self) -> EvolveState:
         self._interrupted_runs()
-        while len(self.state["rounds"]) < self.config.rounds:
-            await self._round(len(self.state["rounds"]) + 1)
-        if self.state["final"] is None or self.state["final"]["rounds"] != len(
-            self.state["rounds"]
-        ):
+        while len(self.state.rounds) < self.config.rounds:
+            await self._round(len(self.state.rounds) + 1)
+        if self.state.final is None or self.state.final.rounds != len(self.state.rounds):
             await self._final()
         return self.state
 
@@ -216,14 +219,12 @@ class EvolveLoop:
         run_id = store.start_run(
             "evolve",
             pool=self.inputs.pool_name,
-            config={"evolve_id": self.state["evolve_id"], "round": round_},
+            config={"evolve_id": self.state.evolve_id, "round": round_},
         )
         evaluator = self._evaluator(run_id)
         tuning, heldout = self.batches(round_)
-        if self.state["incumbent"] is None:
-            self.state["incumbent"] = self.state["start"] = (
-                await self._best_single(evaluator, tuning)
-            ).model_dump(mode="json")
+        if self.state.incumbent is None:
+            self.state.incumbent = self.state.start = await self._best_single(evaluator, tuning)
         incumbent = self.incumbent
         inc_tuning = await evaluator.strategy(incumbent, tuning, "tuning")
         inc_heldout = await evaluator.strategy(incumbent, heldout, "heldout")
@@ -247,7 +248,7 @@ class EvolveLoop:
         measured_rows: list[ClusterRecord] = cluster_records(incumbent.id, "tuning", inc_tuning)
         measured_rows += cluster_records(incumbent.id, "heldout", inc_heldout)
         considered: list[ChangeRecord] = []
-        candidates: list[dict[str, Any]] = []
+        candidates: list[Candidate] = []
         adopted: tuple[float, float, Proposal] | None = None
         for proposal in chosen:
             strategy = proposal.strategy
@@ -260,7 +261,6 @@ class EvolveLoop:
             tried.append(strategy)
             measured_rows += cluster_records(strategy.id, "tuning", cand_tuning)
             measured_rows += cluster_records(strategy.id, "heldout", cand_heldout)
-            evidence = decision.evidence.as_dict()
             considered.append(
                 ChangeRecord(
                     incumbent.id,
@@ -269,20 +269,20 @@ class EvolveLoop:
                     proposal.rationale,
                     decision.adopted,
                     decision.reason,
-                    evidence,
+                    decision.evidence.model_dump(),
                 )
             )
             candidates.append(
-                {
-                    "strategy_id": strategy.id,
-                    "strategy": strategy.model_dump(mode="json"),
-                    "proposer": proposal.proposer,
-                    "rationale": proposal.rationale,
-                    "tuning_accuracy": accuracy(cand_tuning),
-                    "adopted": decision.adopted,
-                    "reason": decision.reason,
-                    "evidence": evidence,
-                }
+                Candidate(
+                    strategy_id=strategy.id,
+                    strategy=strategy,
+                    proposer=proposal.proposer,
+                    rationale=proposal.rationale,
+                    tuning_accuracy=accuracy(cand_tuning),
+                    adopted=decision.adopted,
+                    reason=decision.reason,
+                    evidence=decision.evidence,
+                )
             )
             if decision.adopted:
                 # Among adoptable changes: the largest held-out gain, then the cheapest.
@@ -290,29 +290,28 @@ class EvolveLoop:
                 if adopted is None or rank > adopted[:2]:
                     adopted = (*rank, proposal)
         for candidate in candidates:
-            candidate["adopted"] = (
-                adopted is not None and candidate["strategy_id"] == adopted[2].strategy.id
+            candidate.adopted = (
+                adopted is not None and candidate.strategy_id == adopted[2].strategy.id
             )
         calls = [c for c in store.iter_calls(run_id) if c["policy"] == f"{incumbent.id}@heldout"]
-        summary: dict[str, Any] = {
-            "round": round_,
-            "run_id": run_id,
-            "incumbent_id": incumbent.id,
-            "incumbent": incumbent.describe(),
-            "tuning": _summary(inc_tuning),
-            "heldout": _summary(inc_heldout),
-            "collaboration": collaboration(inc_heldout, calls),
-            "candidates": candidates,
-            "adopted": adopted[2].strategy.id if adopted else None,
-        }
-        # Candidates that gained where they were tuned and lost where they were not.
-        summary["overfit_candidates"] = sum(c["evidence"]["overfit"] for c in candidates)
-        self.library.record_round(self.state["evolve_id"], round_, tried, measured_rows, considered)
+        summary = RoundSummary(
+            round=round_,
+            run_id=run_id,
+            incumbent_id=incumbent.id,
+            incumbent=incumbent.describe(),
+            tuning=_summary(inc_tuning),
+            heldout=_summary(inc_heldout),
+            collaboration=collaboration(inc_heldout, calls),
+            candidates=candidates,
+            adopted=adopted[2].strategy.id if adopted else None,
+            overfit_candidates=sum(c.evidence.overfit for c in candidates),
+        )
+        self.library.record_round(self.state.evolve_id, round_, tried, measured_rows, considered)
         if adopted is not None:
-            self.state["incumbent"] = adopted[2].strategy.model_dump(mode="json")
-        self.state["rounds"].append(summary)
-        self._save()
-        store.finish_run(run_id, "finished", {"adopted": summary["adopted"]})
+            self.state.incumbent = adopted[2].strategy
+        self.state.rounds.append(summary)
+        self.state.save(self.state_path)
+        store.finish_run(run_id, "finished", {"adopted": summary.adopted})
         if self.on_round is not None:
             self.on_round(summary)
         if self.after_round is not None:
@@ -335,7 +334,7 @@ class EvolveLoop:
         run_id = store.start_run(
             "evolve",
             pool=self.inputs.pool_name,
-            config={"evolve_id": self.state["evolve_id"], "round": "final"},
+            config={"evolve_id": self.state.evolve_id, "round": "final"},
         )
         evaluator = self._evaluator(run_id)
         independent = self.inputs.final_pool is not None
@@ -347,11 +346,10 @@ class EvolveLoop:
         if self.config.final_limit is not None:
             size = self.config.final_limit * len({t.dataset for t in tasks})
             tasks = minibatch(tasks, size, self.config.seed + 104729, 0)
-        lineage = [Strategy.model_validate(self.state["start"])]
-        for summary in self.state["rounds"]:
-            for candidate in summary["candidates"]:
-                if candidate["adopted"]:
-                    lineage.append(Strategy.model_validate(candidate["strategy"]))
+        if self.state.start is None:
+            raise ValueError("no start strategy before the first round")
+        lineage = [self.state.start]
+        lineage += [c.strategy for r in self.state.rounds for c in r.candidates if c.adopted]
         results = {s.id: await evaluator.strategy(s, tasks, "final") for s in lineage}
         singles = {
             m: await evaluator.policy(f"single:{m}", tasks, "final") for m in self.inputs.models
@@ -360,17 +358,21 @@ class EvolveLoop:
         evidence = compare(
             measured(results[first.id]), measured(results[last.id]), self.config.guard
         )
-        self.state["final"] = {
-            "rounds": len(self.state["rounds"]),
-            "run_id": run_id,
-            "tasks": len(tasks),
-            "independent": independent,
-            "strategies": [
-                {"strategy_id": s.id, "describe": s.describe(), **_summary(results[s.id])}
+        self.state.final = FinalComparison(
+            rounds=len(self.state.rounds),
+            run_id=run_id,
+            tasks=len(tasks),
+            independent=independent,
+            strategies=[
+                StrategyResult(
+                    strategy_id=s.id,
+                    describe=s.describe(),
+                    **_summary(results[s.id]).model_dump(),
+                )
                 for s in lineage
             ],
-            "singles": {m: _summary(r) for m, r in singles.items()},
-            "first_vs_final": evidence.as_dict(),
-        }
-        self._save()
+            singles={m: _summary(r) for m, r in singles.items()},
+            first_vs_final=evidence,
+        )
+        self.state.save(self.state_path)
         store.finish_run(run_id, "finished")

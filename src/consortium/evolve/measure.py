@@ -13,6 +13,7 @@ from consortium.coord.base import Coordinator
 from consortium.evaluate import RemoteEvaluation, TaskResult, evaluate_remote, run_policy
 from consortium.evolve.guards import Measured
 from consortium.evolve.library import ClusterRecord
+from consortium.evolve.state import ClusterCollaboration
 from consortium.evolve.strategies import Plan, Strategy, StrategyBuilder, StrategyCoordinator
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller
@@ -112,17 +113,23 @@ def cluster_records(
             calls=sum(r.calls for r in group),
             tokens=sum(r.tokens for r in group),
             cost=sum(r.cost for r in group),
-            escalated=sum(bool(r.meta.get("escalated")) for r in group),
+            escalated=sum(_escalated(r) for r in group),
         )
         for cluster, group in groups.items()
     ]
+
+
+def _escalated(result: TaskResult) -> bool:
+    return result.outcome is not None and result.outcome.escalated
 
 
 def _rate(hits: int, total: int) -> float | None:
     return hits / total if total else None
 
 
-def collaboration(results: Sequence[TaskResult], calls: Iterable[dict[str, Any]]) -> dict[str, Any]:
+def collaboration(
+    results: Sequence[TaskResult], calls: Iterable[dict[str, Any]]
+) -> dict[str, ClusterCollaboration]:
     """Per cluster: accuracy, cost and calls per task, escalation and disagreement rates, which
     policy gave the right answers, calls by model and role, and verifier precision / recall
     against the grader (None where no verifier spoke). `calls` are the trace rows of `results`."""
@@ -138,27 +145,30 @@ def collaboration(results: Sequence[TaskResult], calls: Iterable[dict[str, Any]]
         by_model_role[cluster][f"{call['model']}/{call.get('role') or 'worker'}"] += 1
         if call.get("verdict"):
             verdicts[cluster].append((str(call["verdict"]), correct_of[task_id]))
-    summary: dict[str, Any] = {}
+    summary: dict[str, ClusterCollaboration] = {}
     for cluster, group in sorted(by_cluster(results).items()):
         n = len(group)
-        checked = [r for r in group if "disagreed" in r.meta]
+        outcomes = [r.outcome for r in group if r.outcome is not None]
+        checked = [o.disagreed for o in outcomes if o.disagreed is not None]
         said = verdicts.get(cluster, [])
         accepted_right = sum(v == "ACCEPT" and ok for v, ok in said)
-        summary[cluster] = {
-            "tasks": n,
-            "accuracy": accuracy(group),
-            "cost_per_task": sum(r.cost for r in group) / n,
-            "calls_per_task": sum(r.calls for r in group) / n,
-            "escalation_rate": sum(bool(r.meta.get("escalated")) for r in group) / n,
-            "disagreement_rate": _rate(
-                sum(bool(r.meta["disagreed"]) for r in checked), len(checked)
+        summary[cluster] = ClusterCollaboration(
+            tasks=n,
+            accuracy=accuracy(group),
+            cost_per_task=sum(r.cost for r in group) / n,
+            calls_per_task=sum(r.calls for r in group) / n,
+            escalation_rate=sum(_escalated(r) for r in group) / n,
+            disagreement_rate=_rate(sum(checked), len(checked)),
+            right_answers_by=dict(
+                Counter(
+                    str(r.outcome.answered_by if r.outcome else None)
+                    for r in group
+                    if r.grade.correct
+                )
             ),
-            "right_answers_by": dict(
-                Counter(str(r.meta.get("answered_by")) for r in group if r.grade.correct)
-            ),
-            "calls_by_model_role": dict(by_model_role.get(cluster, {})),
-            "verifier_precision": _rate(accepted_right, sum(v == "ACCEPT" for v, _ in said)),
-            "verifier_recall": _rate(accepted_right, sum(ok for _, ok in said)),
-            "errors": sum(r.error is not None for r in group),
-        }
+            calls_by_model_role=dict(by_model_role.get(cluster, {})),
+            verifier_precision=_rate(accepted_right, sum(v == "ACCEPT" for v, _ in said)),
+            verifier_recall=_rate(accepted_right, sum(ok for _, ok in said)),
+            errors=sum(r.error is not None for r in group),
+        )
     return summary

@@ -10,7 +10,6 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from consortium.config import load_pool
 from consortium.coord.registry import build_coordinator
@@ -18,6 +17,7 @@ from consortium.errors import ConfigError
 from consortium.evolve.loop import EvolveConfig, EvolveInputs, EvolveLoop, split_tasks
 from consortium.evolve.proposals import PROPOSERS, ProposerSettings
 from consortium.evolve.report import write_report
+from consortium.evolve.state import EvolveState, RoundSummary
 from consortium.evolve.strategies import Plan, Strategy
 from consortium.pool import Pool
 from consortium.runtime.dist import make_executor
@@ -79,8 +79,8 @@ def _task_pools(request: EvolveRequest) -> tuple[_TaskPools, TaskSet]:
 
 
 def run_evolve(
-    request: EvolveRequest, on_round: Callable[[dict[str, Any]], None] | None = None
-) -> tuple[dict[str, Any], Path]:
+    request: EvolveRequest, on_round: Callable[[RoundSummary], None] | None = None
+) -> tuple[EvolveState, Path]:
     """Run (or, with `resume`, continue) the loop; returns its final state and the report's path
     (OUT/report.md, with rounds.png and pareto.png beside it)."""
     unknown = [name for name in request.proposers if name not in PROPOSERS]
@@ -97,7 +97,7 @@ def run_evolve(
         retrain=replace(RETRAIN, generations=request.retrain_generations, seed=seed),
     )
 
-    async def go() -> dict[str, Any]:
+    async def go() -> EvolveState:
         async with Pool(config) as members:
             inputs = EvolveInputs(
                 pool=members,

@@ -11,7 +11,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -115,22 +115,27 @@ class StrategyCoordinator:
         cluster = cluster_of(task)
         plan = self.strategy.plan_for(cluster)
         first = await self.policies[plan.first].run(task, caller)
-        meta: dict[str, Any] = {"cluster": cluster, "answered_by": plan.first, "escalated": False}
-        confidence = first.meta.get("confidence")
-        if confidence is not None:
-            meta["confidence"] = float(confidence)
+        confidence = first.confidence
+        disagreed: bool | None = None
         escalate = plan.trigger == "always"
         if plan.trigger == "disagreement" and plan.check:
             second = await self.policies[plan.check].run(task, caller)
-            meta["disagreed"] = escalate = not agree(first.answer, second.answer)
+            disagreed = escalate = not agree(first.answer, second.answer)
         elif plan.trigger == "confidence":
             # A first policy that reports no confidence cannot vouch for its answer.
-            escalate = confidence is None or float(confidence) < plan.threshold
+            escalate = confidence is None or confidence < plan.threshold
+        answer, answered_by, escalated = first.answer, plan.first, False
         if escalate and plan.escalate:
-            final = await self.policies[plan.escalate].run(task, caller)
-            meta.update(escalated=True, answered_by=plan.escalate)
-            return Outcome(final.answer, meta)
-        return Outcome(first.answer, meta)
+            answer = (await self.policies[plan.escalate].run(task, caller)).answer
+            answered_by, escalated = plan.escalate, True
+        return Outcome(
+            answer,
+            confidence=confidence,
+            cluster=cluster,
+            answered_by=answered_by,
+            escalated=escalated,
+            disagreed=disagreed,
+        )
 
 
 @dataclass(frozen=True)

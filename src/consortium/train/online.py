@@ -39,7 +39,7 @@ def log_prob_gradient(setup: HeadSetup, vector: np.ndarray, result: TaskResult) 
     """d log π(trajectory) / d W for the turns of one rollout."""
     head = setup.head(vector)
     gradient = np.zeros_like(head.weights)
-    for turn in result.meta.get("turns", []):
+    for turn in result.outcome.turns if result.outcome else ():
         p_model, p_role = head.probabilities(turn.feature, setup.roles)
         model_part = -p_model
         model_part[turn.model_index] += 1.0

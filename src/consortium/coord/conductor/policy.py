@@ -144,7 +144,7 @@ class ConductorCoordinator:
         calls = _Calls()
         run = await self.conduct(task.question, caller, calls)
         return Outcome(
-            run.answer, {"workflow": run, "conductor_calls": calls.made, "notes": all_notes(run)}
+            run.answer, workflow=run, conductor_calls=calls.made, notes=tuple(all_notes(run))
         )
 
 

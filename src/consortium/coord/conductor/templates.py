@@ -115,7 +115,7 @@ class WorkflowCoordinator:
 
     async def run(self, task: Task, caller: TaskCaller) -> Outcome:
         run = await self.executor.run(self.workflow, task.question, caller)
-        return Outcome(run.answer, {"workflow": run})
+        return Outcome(run.answer, workflow=run)
 
 
 TEMPLATES = ("single", "vote", "moa", "debate", "reflect")

@@ -10,7 +10,6 @@ Worker spoke), so graders always read an answer and never a verdict.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -143,9 +142,9 @@ class TrinityCoordinator:
                 break
         workers = [t for t in turns if t.role == "worker"]
         answer = (workers or turns)[-1].output
-        meta: dict[str, Any] = {
-            "turns": turns,
-            "accepted": turns[-1].verdict == "ACCEPT",
-            "confidence": min(t.confidence for t in turns),
-        }
-        return Outcome(answer, meta)
+        return Outcome(
+            answer,
+            turns=tuple(turns),
+            accepted=turns[-1].verdict == "ACCEPT",
+            confidence=float(min(t.confidence for t in turns)),
+        )
