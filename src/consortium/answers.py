@@ -2,8 +2,9 @@
 answer's final answer is read back (to tell whether two answers agree) and how a Verifier's reply
 is read as a verdict.
 
-A plug-in whose models write an opaque token instead of answer text (the replay pool) registers
-the token's pattern, so that a stated token is compared exactly as written.
+An answer stated as an opaque identifier (letters and digits with at least one capital and one
+digit, e.g. the replay pool's tokens) is compared exactly as written; any other answer is
+compared without markup and case.
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ ANSWER_PREFIX = "The answer is "
 
 _STATED = re.compile(r"answer is[:\s]*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
 _EDGES = " \t\n.*$`\"'()[]"
-_token_patterns: list[str] = []
-_TOKENS: re.Pattern[str] | None = None
+_IDENTIFIER = re.compile(r"(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*[0-9])[A-Za-z0-9]{6,}")
 
 _VERDICT = re.compile(r"VERDICT\s*[:=]?\s*[\*_`\"']*\s*(ACCEPT|REVISE)\b", re.IGNORECASE)
 _BARE = re.compile(r"^\s*[\*_`\"']*\s*(ACCEPT|REVISE)\b", re.IGNORECASE)
@@ -26,24 +26,12 @@ def stated(token: str) -> re.Pattern[str]:
     return re.compile(re.escape(ANSWER_PREFIX) + f"({token})")
 
 
-def register_token(token: str) -> None:
-    """Declare an answer token (a regular expression): `final_answer` returns a stated token as
-    written, before any other reading of the text."""
-    global _TOKENS
-    if token not in _token_patterns:
-        _token_patterns.append(token)
-        _TOKENS = stated("|".join(f"(?:{t})" for t in _token_patterns))
-
-
 def final_answer(text: str) -> str:
-    """A registered token, else what follows the last "answer is", else the whole text; stripped
-    of markup and case so "(B)." and "b" compare equal."""
-    token = _TOKENS.findall(text) if _TOKENS is not None else []
-    if token:
-        return str(token[-1])
+    """What follows the last "answer is" (else the whole text), stripped of markup; an opaque
+    identifier as written, anything else in lower case, so "(B)." and "b" compare equal."""
     found = _STATED.findall(text)
-    core = str(found[-1]) if found else text
-    return " ".join(core.strip(_EDGES).split()).lower()
+    core = " ".join((str(found[-1]) if found else text).strip(_EDGES).split())
+    return core if _IDENTIFIER.fullmatch(core) else core.lower()
 
 
 def agree(first: str, second: str) -> bool:
