@@ -422,7 +422,7 @@ def test_evolve_command_killed_and_resumed(
         return [
             "evolve", "--pool", str(pool), "--out", str(out), "--rounds", "2",
             "--tasks", f"{data}:split=train:limit=20", "--heldout", f"{data}:split=test:limit=20",
-            "--batch", "30", "--heldout-batch", "45", "--traces", f"sqlite:///{tmp_path / traces}",
+            "--batch", "15", "--heldout-batch", "21", "--traces", f"sqlite:///{tmp_path / traces}",
             "--proposers", "cluster-specialists,escalation",
         ]  # fmt: skip
 

@@ -46,7 +46,8 @@ def test_a_planted_key_appears_in_nothing_written(
     pool = tmp_path / "pool.toml"
     pool.write_text(text)
     down = tmp_path / "down.toml"  # the same models at an address where nothing listens
-    down.write_text(text.replace(replay_server.base_url, f"http://127.0.0.1:{free_port()}/v1"))
+    unreachable = text.replace(replay_server.base_url, f"http://127.0.0.1:{free_port()}/v1")
+    down.write_text(unreachable.replace("max_retries = 3", "max_retries = 0"))  # fail at once
     env = {"CONSORTIUM_PLANTED_KEY": PLANTED, "CONSORTIUM_TRACES": f"sqlite:///{tmp_path / 't.db'}"}
     tasks = f"replay:data={replay_dir}:datasets=gsm8k:limit=5"
     outputs = [
