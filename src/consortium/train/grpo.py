@@ -32,7 +32,8 @@ from consortium.pool.local import prompt_text
 from consortium.quiet import quiet_datasets, quiet_transformers
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller
-from consortium.runtime.dist import Executor, shards
+from consortium.runtime.dist import Executor, LocalExecutor, Work, shards, split_like
+from consortium.runtime.jobs import RemoteJob
 from consortium.tasks.base import Grader, Task
 from consortium.train.base_models import load_tokenizer, resolve_base
 from consortium.train.trainer_setup import device_args, step_logger
@@ -112,6 +113,40 @@ async def score_workflow(
     return RIGHT if grade.correct else WRONG
 
 
+Rollout = tuple[str, str, list[str]]
+"""A completion's text, its task id and its workers."""
+
+
+async def score_rollouts(
+    rollouts: Sequence[Rollout],
+    tasks: dict[str, Task],
+    grader: Grader,
+    caller: Caller,
+    *,
+    max_steps: int,
+    task_limits: Limits,
+    executor: WorkflowExecutor,
+) -> list[float]:
+    """Every rollout's reward, all concurrently."""
+    return list(
+        await asyncio.gather(
+            *(
+                score_workflow(
+                    text,
+                    tasks[task_id],
+                    workers,
+                    grader,
+                    caller,
+                    max_steps=max_steps,
+                    task_limits=task_limits,
+                    executor=executor,
+                )
+                for text, task_id, workers in rollouts
+            )
+        )
+    )
+
+
 class WorkflowReward:
     """The reward function TRL calls: format gate x correctness, by running each workflow."""
 
@@ -126,7 +161,7 @@ class WorkflowReward:
         max_steps: int = 5,
         task_limits: Limits | None = None,
         executor: WorkflowExecutor | None = None,
-        jobs: Executor | None = None,
+        jobs: Executor = LocalExecutor(),
         shards_per_call: int = 4,
     ) -> None:
         self.jobs = jobs
@@ -145,26 +180,24 @@ class WorkflowReward:
     async def _open(self) -> Pool:
         return Pool(self.pool_config)
 
-    async def score(self, text: str, task_id: str, workers: list[str]) -> float:
-        return await score_workflow(
-            text,
-            self.tasks[task_id],
-            workers,
-            self.grader,
-            self._caller,
-            max_steps=self.max_steps,
-            task_limits=self.task_limits,
-            executor=self.executor,
-        )
+    def work(self) -> Work[list[Rollout], list[float]]:
+        """Rewards of shards of rollouts: in this process all concurrently through its pool;
+        remotely one job per shard."""
 
-    async def _score_all(
-        self, texts: list[str], task_ids: list[str], workers: list[list[str]]
-    ) -> list[float]:
-        return list(
-            await asyncio.gather(
-                *(self.score(*args) for args in zip(texts, task_ids, workers, strict=True))
+        async def in_process(parts: Sequence[list[Rollout]]) -> list[list[float]]:
+            rewards = await score_rollouts(
+                [rollout for part in parts for rollout in part],
+                self.tasks,
+                self.grader,
+                self._caller,
+                max_steps=self.max_steps,
+                task_limits=self.task_limits,
+                executor=self.executor,
             )
-        )
+            return split_like(rewards, parts)
+
+        body = ScoreRollouts(self.tasks, self.grader, self.max_steps, self.task_limits)
+        return Work(in_process, lambda: RemoteJob.like(self._caller, body))
 
     def __call__(
         self,
@@ -176,15 +209,9 @@ class WorkflowReward:
     ) -> list[float]:
         texts = [completion_text(c) for c in completions]
         rosters = [json.loads(w) for w in workers]
-        if self.jobs is not None:
-            items = list(zip(texts, task_id, rosters, strict=True))
-            scoring = RemoteScoring(
-                self.pool_config, self.tasks, self.grader, self.max_steps, self.task_limits
-            )
-            done = self.jobs.map(scoring, shards(items, self.shards_per_call))
-            rewards = [reward for part in done for reward in part]
-        else:
-            rewards = self._loop.run(self._score_all(texts, task_id, rosters))
+        parts = shards(list(zip(texts, task_id, rosters, strict=True)), self.shards_per_call)
+        done = self._loop.run(self.jobs.run(self.work(), parts))
+        rewards = [reward for part in done for reward in part]
         n = len(rewards)
         self.history.append(
             {
@@ -201,39 +228,25 @@ class WorkflowReward:
 
 
 @dataclass(frozen=True)
-class RemoteScoring:
-    """Rollout rewards as a job for a remote executor: a shard of (completion, task id, workers)
-    scored through a pool of its own, exactly as `WorkflowReward.score` does in process."""
+class ScoreRollouts:
+    """A remote job's body: rewards of a shard of rollouts, as `WorkflowReward.score` gives
+    them in process."""
 
-    pool: PoolConfig
     tasks: dict[str, Task]
     grader: Grader
     max_steps: int
     task_limits: Limits
 
-    def __call__(self, items: list[tuple[str, str, list[str]]]) -> list[float]:
-        return asyncio.run(self._run(items))
-
-    async def _run(self, items: list[tuple[str, str, list[str]]]) -> list[float]:
-        async with Pool(self.pool) as pool:
-            caller = Caller(pool, None, "grpo")
-            return list(
-                await asyncio.gather(
-                    *(
-                        score_workflow(
-                            text,
-                            self.tasks[task_id],
-                            workers,
-                            self.grader,
-                            caller,
-                            max_steps=self.max_steps,
-                            task_limits=self.task_limits,
-                            executor=WorkflowExecutor(),
-                        )
-                        for text, task_id, workers in items
-                    )
-                )
-            )
+    async def __call__(self, rollouts: list[Rollout], caller: Caller) -> list[float]:
+        return await score_rollouts(
+            rollouts,
+            self.tasks,
+            self.grader,
+            caller,
+            max_steps=self.max_steps,
+            task_limits=self.task_limits,
+            executor=WorkflowExecutor(),
+        )
 
 
 def training_rows(
@@ -291,11 +304,11 @@ def train_conductor(
     *,
     resume: bool = False,
     on_log: Callable[[dict[str, float]], None] | None = None,
-    jobs: Executor | None = None,
+    jobs: Executor = LocalExecutor(),
 ) -> dict[str, Any]:
     """Train with GRPO; writes OUT/model (the conductor), OUT/rewards.jsonl (one line per logged
-    step) and OUT/conductor.json. Returns the summary written to conductor.json. With `jobs`,
-    the rollouts' workflows run as remote jobs."""
+    step) and OUT/conductor.json. Returns the summary written to conductor.json. `jobs`: where
+    the rollouts' workflows run."""
     try:
         from datasets import Dataset
         from trl import GRPOConfig, GRPOTrainer  # type: ignore[attr-defined]
