@@ -10,7 +10,6 @@ import asyncio
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import Protocol
 
 from consortium.config import PoolConfig
@@ -19,7 +18,7 @@ from consortium.coord.conductor.workflow import WorkflowError
 from consortium.errors import AgentError, BudgetExceeded
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller
-from consortium.runtime.dist import Executor, Work, shards
+from consortium.runtime.dist import Executor, Work, shards, split_like
 from consortium.runtime.jobs import RemoteJob
 from consortium.runtime.store import ResultRecord, TraceStore
 from consortium.tasks.base import Grade, Grader, Task
@@ -225,12 +224,12 @@ async def evaluate_on(
     items = [(index, part) for index in range(len(policies)) for part in parts]
 
     async def in_process(items: Sequence[PolicyPart]) -> list[list[TaskResult]]:
-        done: dict[int, Iterator[TaskResult]] = {}
+        done: dict[int, Iterator[list[TaskResult]]] = {}
         for index in dict.fromkeys(index for index, _ in items):
-            wanted = [task for i, part in items if i == index for task in part]
+            own = [part for i, part in items if i == index]
             (results,) = await run_policies(
                 [policies[index][0]],
-                wanted,
+                [task for part in own for task in part],
                 grader,
                 caller,
                 concurrency=concurrency,
@@ -239,8 +238,8 @@ async def evaluate_on(
                 on_done=on_done,
                 finished=finished,
             )
-            done[index] = iter(results)
-        return [list(islice(done[index], len(part))) for index, part in items]
+            done[index] = iter(split_like(results, own))
+        return [next(done[index]) for index, _ in items]
 
     body = PolicyOnTasks(
         tuple(build for _, build in policies), grader, concurrency, task_limits, deadline
