@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from consortium.coord.registry import SpecBuilder, build_coordinator
-from consortium.evaluate import RemoteEvaluation, evaluate_policies, evaluate_remote
+from consortium.evaluate import evaluate_on, evaluate_policies
 from consortium.evolve.loop import EvolveConfig, EvolveInputs, EvolveLoop
 from consortium.evolve.proposals import ClusterSpecialists, Escalation
 from consortium.evolve.state import EvolveState
@@ -20,11 +20,11 @@ from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
 from consortium.replay.tasks import ReplayGrader, load_replay_tasks
 from consortium.runtime.caller import Caller
-from consortium.runtime.dist import RayExecutor, shards
+from consortium.runtime.dist import Executor, LocalExecutor, RayExecutor, shards
 from consortium.runtime.store import TraceStore
-from consortium.train.grpo import WorkflowReward
 from consortium.train.online import train_online
 from consortium.train.settings import TrainConfig
+from consortium.train.workflow_reward import WorkflowReward
 from tests.test_trinity import hash_setup
 
 
@@ -60,6 +60,32 @@ async def test_sep_cma_es_on_ray_equals_local(
     assert np.array_equal(remote.vector, local.vector) and not np.allclose(local.vector, 0)
 
 
+async def test_reinforce_on_ray_equals_local(
+    replay_server: ReplayServerProcess, replay_data: ReplayData, ray_executor: RayExecutor
+) -> None:
+    """Remote rollouts return the rows local ones do, turns included, so REINFORCE's gradient
+    is the same."""
+    tasks, setup = hash_setup(replay_data)
+    config = TrainConfig(generations=2, popsize=4, minibatch=10, seed=5)
+    pool_config = replay_pool(replay_data, replay_server.base_url, replay_data.models["split2"])
+    async with Pool(pool_config) as pool:
+        caller = Caller(pool, None, "train")
+        local = await train_online(
+            setup, tasks, ReplayGrader(), caller, config, optimizer="reinforce"
+        )
+        remote = await train_online(
+            setup,
+            tasks,
+            ReplayGrader(),
+            caller,
+            config,
+            optimizer="reinforce",
+            executor=ray_executor,
+        )
+    assert remote.history == local.history
+    assert np.array_equal(remote.vector, local.vector) and not np.allclose(local.vector, 0)
+
+
 async def test_eval_on_ray_equals_local_and_traces_every_call(
     replay_server: ReplayServerProcess,
     replay_data: ReplayData,
@@ -79,8 +105,14 @@ async def test_eval_on_ray_equals_local_and_traces_every_call(
             ReplayGrader(),
             Caller(pool, store, local_run),
         )
-    job = RemoteEvaluation(config, ReplayGrader(), url, remote_run)
-    remote = evaluate_remote([SpecBuilder(s) for s in specs], tasks, job, ray_executor)
+    async with Pool(config) as pool:
+        remote = await evaluate_on(
+            ray_executor,
+            [(build_coordinator(s, config), SpecBuilder(s)) for s in specs],
+            tasks,
+            ReplayGrader(),
+            Caller(pool, store, remote_run),
+        )
     for summary, results in zip(local, remote, strict=False):
         assert results[0].policy == summary.policy
         assert [r.task.id for r in results] == [t.id for t in tasks]
@@ -115,7 +147,7 @@ async def test_evolve_on_ray_equals_local(
     tuning = load_replay_tasks(replay_data, source="routerbench", split="train", limit=30).tasks
     heldout = load_replay_tasks(replay_data, source="routerbench", split="test", limit=30).tasks
 
-    async def run(executor: RayExecutor | None, name: str) -> EvolveState:
+    async def run(executor: Executor, name: str) -> EvolveState:
         async with Pool(config) as pool:
             inputs = EvolveInputs(
                 pool=pool,
@@ -132,7 +164,7 @@ async def test_evolve_on_ray_equals_local(
             settings = EvolveConfig(rounds=1, tuning_batch=45, heldout_batch=60)
             return await EvolveLoop(inputs, settings, tmp_path / name).run()
 
-    local, remote = await run(None, "local"), await run(ray_executor, "ray")
+    local, remote = await run(LocalExecutor(), "local"), await run(ray_executor, "ray")
 
     def outcome(state: EvolveState) -> str:
         assert state.final is not None

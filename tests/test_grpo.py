@@ -18,15 +18,13 @@ from consortium.replay.tasks import ReplayGrader, load_replay_tasks
 from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
 from consortium.tasks.base import Task
-from consortium.train.grpo import (
+from consortium.train.grpo import GRPOSettings, train_conductor, training_rows
+from consortium.train.workflow_reward import (
     FORMAT_FAIL,
     RIGHT,
     WRONG,
-    GRPOSettings,
     WorkflowReward,
     completion_text,
-    train_conductor,
-    training_rows,
 )
 
 

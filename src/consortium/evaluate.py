@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -16,10 +16,10 @@ from consortium.config import PoolConfig
 from consortium.coord.base import Coordinator, Outcome
 from consortium.coord.conductor.workflow import WorkflowError
 from consortium.errors import AgentError, BudgetExceeded
-from consortium.pool import Pool
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller
-from consortium.runtime.dist import Executor, shards
+from consortium.runtime.dist import Executor, Work, shards, split_like
+from consortium.runtime.jobs import RemoteJob
 from consortium.runtime.store import ResultRecord, TraceStore
 from consortium.tasks.base import Grade, Grader, Task
 
@@ -174,55 +174,81 @@ class CoordinatorBuilder(Protocol):
     def __call__(self, config: PoolConfig) -> Coordinator: ...
 
 
-@dataclass(frozen=True)
-class RemoteEvaluation:
-    """A job for an executor: one policy on some tasks, through a pool of its own, traced into
-    the same store and run as the driver's (the store must be reachable from the worker)."""
+PolicyPart = tuple[int, list[Task]]
+"""A job of an evaluation: which policy (its index), on which tasks."""
 
-    pool: PoolConfig
+
+@dataclass(frozen=True)
+class PolicyOnTasks:
+    """A remote job's body: one of `builders`' policies on some tasks."""
+
+    builders: tuple[CoordinatorBuilder, ...]
     grader: Grader
-    store_url: str | None
-    run_id: str
     concurrency: int = 32
     task_limits: Limits | None = None
     deadline: float | None = None
 
-    def __call__(self, job: tuple[CoordinatorBuilder, list[Task]]) -> list[TaskResult]:
-        return asyncio.run(self._run(*job))
-
-    async def _run(self, build: CoordinatorBuilder, tasks: list[Task]) -> list[TaskResult]:
-        store = TraceStore(self.store_url) if self.store_url else None
-        try:
-            async with Pool(self.pool) as pool:
-                return await run_policy(
-                    build(self.pool),
-                    tasks,
-                    self.grader,
-                    Caller(pool, store, self.run_id),
-                    concurrency=self.concurrency,
-                    task_limits=self.task_limits,
-                    deadline=self.deadline,
-                )
-        finally:
-            if store is not None:
-                store.close()
+    async def __call__(self, part: PolicyPart, caller: Caller) -> list[TaskResult]:
+        index, tasks = part
+        return await run_policy(
+            self.builders[index](caller.pool.config),
+            tasks,
+            self.grader,
+            caller,
+            concurrency=self.concurrency,
+            task_limits=self.task_limits,
+            deadline=self.deadline,
+        )
 
 
-def evaluate_remote(
-    builders: Sequence[CoordinatorBuilder],
-    tasks: Sequence[Task],
-    job: RemoteEvaluation,
+async def evaluate_on(
     executor: Executor,
+    policies: Sequence[tuple[Coordinator, CoordinatorBuilder]],
+    tasks: Sequence[Task],
+    grader: Grader,
+    caller: Caller,
     *,
+    concurrency: int = 32,
+    task_limits: Limits | None = None,
+    deadline: float | None = None,
+    on_done: Callable[[TaskResult], None] | None = None,
+    finished: Mapping[str, Sequence[TaskResult]] | None = None,
     shards_per_policy: int = 4,
 ) -> list[list[TaskResult]]:
-    """Each builder's policy on all tasks, split into shards run as separate jobs; results in
-    task order, one list per builder."""
+    """Each policy on all tasks; results in task order, one list per policy. A policy is its
+    coordinator (run in this process) and its builder (which builds it in a worker). In this
+    process the policies run in turn through `caller` (its budget and cache; `on_done` after each
+    task; `finished`: results of an interrupted run, by policy name, not run again). On a remote
+    executor each policy's tasks run as `shards_per_policy` jobs, traced like `caller`."""
     parts = shards(tasks, shards_per_policy)
-    done = executor.map(job, [(build, part) for build in builders for part in parts])
+    items = [(index, part) for index in range(len(policies)) for part in parts]
+
+    async def in_process(items: Sequence[PolicyPart]) -> list[list[TaskResult]]:
+        done: dict[int, Iterator[list[TaskResult]]] = {}
+        for index in dict.fromkeys(index for index, _ in items):
+            own = [part for i, part in items if i == index]
+            (results,) = await run_policies(
+                [policies[index][0]],
+                [task for part in own for task in part],
+                grader,
+                caller,
+                concurrency=concurrency,
+                task_limits=task_limits,
+                deadline=deadline,
+                on_done=on_done,
+                finished=finished,
+            )
+            done[index] = iter(split_like(results, own))
+        return [next(done[index]) for index, _ in items]
+
+    body = PolicyOnTasks(
+        tuple(build for _, build in policies), grader, concurrency, task_limits, deadline
+    )
+    work = Work(in_process, lambda: RemoteJob.like(caller, body))
+    done = await executor.run(work, items)
     return [
         [result for chunk in done[i * len(parts) : (i + 1) * len(parts)] for result in chunk]
-        for i in range(len(builders))
+        for i in range(len(policies))
     ]
 
 
@@ -240,6 +266,39 @@ class EvalReport:
     run_id: str = ""
 
 
+async def run_policies(
+    coordinators: Sequence[Coordinator],
+    tasks: Sequence[Task],
+    grader: Grader,
+    caller: Caller,
+    *,
+    concurrency: int = 32,
+    task_limits: Limits | None = None,
+    deadline: float | None = None,
+    on_done: Callable[[TaskResult], None] | None = None,
+    finished: Mapping[str, Sequence[TaskResult]] | None = None,
+) -> list[list[TaskResult]]:
+    """Each policy over all tasks, in turn; results in task order, one list per policy.
+    `finished` holds results of an interrupted run of the same evaluation, by policy name: those
+    tasks are not run again."""
+    per_policy = []
+    for coordinator in coordinators:
+        previous = {r.task.id: r for r in (finished or {}).get(coordinator.name, [])}
+        fresh = await run_policy(
+            coordinator,
+            [t for t in tasks if t.id not in previous],
+            grader,
+            caller,
+            concurrency=concurrency,
+            task_limits=task_limits,
+            on_done=on_done,
+            deadline=deadline,
+        )
+        by_id = previous | {r.task.id: r for r in fresh}
+        per_policy.append([by_id[t.id] for t in tasks])
+    return per_policy
+
+
 async def evaluate_policies(
     coordinators: Sequence[Coordinator],
     tasks: Sequence[Task],
@@ -254,24 +313,20 @@ async def evaluate_policies(
     finished: Mapping[str, Sequence[TaskResult]] | None = None,
     collect: dict[str, list[TaskResult]] | None = None,
 ) -> list[PolicySummary]:
-    """Each policy over all tasks, in turn; then the oracle over the single-model policies.
-    `finished` holds results of an interrupted run of the same evaluation: those tasks are not
-    run again. `collect`, when given, receives each policy's results in task order."""
-    per_policy: dict[str, list[TaskResult]] = {}
-    for coordinator in coordinators:
-        previous = {r.task.id: r for r in (finished or {}).get(coordinator.name, [])}
-        fresh = await run_policy(
-            coordinator,
-            [t for t in tasks if t.id not in previous],
-            grader,
-            caller,
-            concurrency=concurrency,
-            task_limits=task_limits,
-            on_done=on_done,
-            deadline=deadline,
-        )
-        by_id = previous | {r.task.id: r for r in fresh}
-        per_policy[coordinator.name] = [by_id[t.id] for t in tasks]
+    """`run_policies`, summarised; then the oracle over the single-model policies. `collect`,
+    when given, receives each policy's results in task order."""
+    results = await run_policies(
+        coordinators,
+        tasks,
+        grader,
+        caller,
+        concurrency=concurrency,
+        task_limits=task_limits,
+        deadline=deadline,
+        on_done=on_done,
+        finished=finished,
+    )
+    per_policy = {c.name: r for c, r in zip(coordinators, results, strict=True)}
     if collect is not None:
         collect.update(per_policy)
     return summaries_of(per_policy, with_oracle=with_oracle)

@@ -18,15 +18,7 @@ from typing import Any, Literal
 from consortium.config import PoolConfig, load_pool
 from consortium.coord.registry import SpecBuilder, build_coordinator
 from consortium.errors import ConfigError
-from consortium.evaluate import (
-    EvalReport,
-    RemoteEvaluation,
-    TaskResult,
-    evaluate_policies,
-    evaluate_remote,
-    stored_results,
-    summaries_of,
-)
+from consortium.evaluate import EvalReport, TaskResult, evaluate_on, stored_results, summaries_of
 from consortium.pool import Pool
 from consortium.report import to_json, to_markdown
 from consortium.runtime.budget import Budget, Limits
@@ -128,10 +120,10 @@ def run_evaluation(config: EvalConfig, progress: Progress | None = None) -> Eval
         require_recorded(task_set.tasks)
     chosen = config.chosen_policies(pool)
     coordinators = [build_coordinator(spec, pool, config.seed) for spec in chosen]
-    runner = make_executor(config.executor, config.ray_address)
-    if runner is not None and config.max_cost is not None:
+    executor = make_executor(config.executor, config.ray_address)
+    if not executor.shares_process and config.max_cost is not None:
         raise ConfigError("--max-cost caps one process's spending; it needs --executor local")
-    if runner is not None and config.resume is not None:
+    if not executor.shares_process and config.resume is not None:
         raise ConfigError("--resume runs with --executor local")
     store = TraceStore(config.traces)
     settings = {"tasks": config.tasks, "policies": chosen}
@@ -140,36 +132,31 @@ def run_evaluation(config: EvalConfig, progress: Progress | None = None) -> Eval
     report_progress = progress or (lambda _description, _total: lambda _result: None)
 
     async def measure(run_id: str) -> dict[str, list[TaskResult]]:
-        if runner is not None:
-            job = RemoteEvaluation(
-                pool, task_set.grader, config.traces, run_id, config.concurrency, limits
-            )
-            builders = [SpecBuilder(spec, config.seed) for spec in chosen]
-            report_progress(f"{len(chosen)} policies on {runner.name}", None)
-            per_policy = await asyncio.to_thread(
-                evaluate_remote, builders, task_set.tasks, job, runner
-            )
-            return {results[0].policy: results for results in per_policy}
-        collected: dict[str, list[TaskResult]] = {}
-        remaining = len(task_set.tasks) * len(coordinators)
-        remaining -= sum(len(done) for done in finished.values())
-        advance = report_progress(f"{len(coordinators)} policies", remaining)
+        if executor.shares_process:
+            remaining = len(task_set.tasks) * len(coordinators)
+            remaining -= sum(len(done) for done in finished.values())
+            advance = report_progress(f"{len(coordinators)} policies", remaining)
+        else:  # the jobs report nothing until they return
+            advance = report_progress(f"{len(chosen)} policies on {executor.name}", None)
         async with Pool(pool) as members:
             budget = Budget(Limits(max_cost=config.max_cost))
             caller = Caller(members, store, run_id, budget=budget, telemetry=Telemetry.from_env())
-            await evaluate_policies(
-                coordinators,
+            per_policy = await evaluate_on(
+                executor,
+                [
+                    (coordinator, SpecBuilder(spec, config.seed))
+                    for coordinator, spec in zip(coordinators, chosen, strict=True)
+                ],
                 task_set.tasks,
                 task_set.grader,
                 caller,
                 concurrency=config.concurrency,
                 task_limits=limits,
-                on_done=advance,
                 deadline=config.task_deadline,
+                on_done=advance,
                 finished=finished,
-                collect=collected,
             )
-        return collected
+        return {c.name: results for c, results in zip(coordinators, per_policy, strict=True)}
 
     with store.running("eval", pool=str(config.pool), config=settings, resume=config.resume) as run:
         per_policy = asyncio.run(measure(run.run_id))  # a failure leaves the run resumable

@@ -43,7 +43,7 @@ from consortium.evolve.strategies import Plan, Strategy
 from consortium.pool import Pool
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller
-from consortium.runtime.dist import Executor
+from consortium.runtime.dist import Executor, LocalExecutor
 from consortium.runtime.store import TraceStore
 from consortium.runtime.telemetry import Telemetry
 from consortium.tasks.base import Grader, Task
@@ -83,8 +83,8 @@ class EvolveInputs:
     proposers: Sequence[Proposer]
     tasks_description: str = ""
     telemetry: Telemetry | None = None
-    executor: Executor | None = None
-    """Where strategies run (None: in this process)."""
+    executor: Executor = field(default_factory=LocalExecutor)
+    """Where strategies run."""
     final_pool: list[Task] | None = None
     """Tasks no decision saw, for the final comparison; None: the held-out pool (which holds
     the batches the guards decided on, so that comparison is not independent of them)."""

@@ -4,28 +4,27 @@ and models produced the right answers, and how well verifiers' verdicts matched 
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from consortium.coord.base import Coordinator
-from consortium.evaluate import RemoteEvaluation, TaskResult, evaluate_remote, run_policy
+from consortium.evaluate import TaskResult, evaluate_on
 from consortium.evolve.guards import Measured
 from consortium.evolve.library import ClusterRecord
 from consortium.evolve.state import ClusterCollaboration
 from consortium.evolve.strategies import Plan, Strategy, StrategyBuilder, StrategyCoordinator
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller
-from consortium.runtime.dist import Executor
+from consortium.runtime.dist import Executor, LocalExecutor
 from consortium.tasks.base import Grader, Task
 
 
 class Evaluator:
     """Grades strategies with the task set's external grader; a strategy's results on a batch are
-    kept for the round, so proposers and guards never pay twice for the same measurement. With
-    an executor, strategies run as remote jobs built from the pool configuration and their
-    policy specs (`resolve` is then not used)."""
+    kept for the round, so proposers and guards never pay twice for the same measurement. On a
+    remote executor, strategies run as jobs built from the pool configuration and their policy
+    specs (`resolve` is then not used)."""
 
     def __init__(
         self,
@@ -35,7 +34,7 @@ class Evaluator:
         *,
         concurrency: int = 32,
         task_limits: Limits | None = None,
-        executor: Executor | None = None,
+        executor: Executor = LocalExecutor(),
         seed: int = 0,
     ) -> None:
         self.caller = caller
@@ -52,23 +51,12 @@ class Evaluator:
     ) -> list[TaskResult]:
         key = (strategy.id, split, tuple(t.id for t in tasks))
         name = f"{strategy.id}@{split}"
-        if key not in self._seen and self.executor is not None:
-            job = RemoteEvaluation(
-                self.caller.pool.config,
-                self.grader,
-                self.caller.store.url if self.caller.store else None,
-                self.caller.run_id,
-                self.concurrency,
-                self.task_limits,
-            )
-            builder = StrategyBuilder(strategy.model_dump_json(), name, self.seed)
-            (self._seen[key],) = await asyncio.to_thread(
-                evaluate_remote, [builder], tasks, job, self.executor
-            )
         if key not in self._seen:
             coordinator = StrategyCoordinator(strategy, self.resolve, name)
-            self._seen[key] = await run_policy(
-                coordinator,
+            builder = StrategyBuilder(strategy.model_dump_json(), name, self.seed)
+            (self._seen[key],) = await evaluate_on(
+                self.executor,
+                [(coordinator, builder)],
                 tasks,
                 self.grader,
                 self.caller,

@@ -1,9 +1,10 @@
 """Where independent jobs run: in this process, or on a Ray cluster (`--executor ray`).
 
-An executor maps a picklable function over items and returns the results in order. Jobs that
-call models build their own pool from the (picklable) pool configuration, so a worker needs
-only the configuration and network access to the endpoints. Results do not depend on where a job
-ran: every job is determined by its inputs and seeds.
+Every executor runs a `Work` over items and returns the results in item order. The local one
+runs the work in this process, through its pool, cache, budget and progress; Ray runs the work's
+remote form, a picklable function of one item that builds its own pool from the (picklable) pool
+configuration, so a worker needs only the configuration and network access to the endpoints.
+Results do not depend on where the work ran: every job is determined by its inputs and seeds.
 
 Ray: `RayExecutor()` starts a local instance (`ray.init(num_cpus=…)`); give `address="auto"`
 (or `ray://head:10001`, or `RAY_ADDRESS`) to join a cluster started with `ray start --head` on
@@ -13,8 +14,10 @@ must be reachable from every machine (a Postgres URL, not a local SQLite file).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TypeVar
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
 
 from consortium.errors import ConfigError
 
@@ -23,19 +26,32 @@ Result = TypeVar("Result")
 EXECUTORS = ("local", "ray")
 
 
+@dataclass(frozen=True)
+class Work(Generic[Item, Result]):
+    """Work on a list of items, two ways with the same results: `in_process`, in this process
+    (sharing its pool, cache, budget and progress); `remote()`, a self-contained picklable
+    function of one item (it opens its own pool), built only when the work is shipped."""
+
+    in_process: Callable[[Sequence[Item]], Awaitable[list[Result]]]
+    remote: Callable[[], Callable[[Item], Result]]
+
+
 class Executor(Protocol):
     name: str
+    shares_process: bool
+    """True when the work runs in this process: budgets, resume and the response cache apply."""
 
-    def map(self, function: Callable[[Item], Result], items: Sequence[Item]) -> list[Result]: ...
+    async def run(self, work: Work[Item, Result], items: Sequence[Item]) -> list[Result]: ...
 
 
 class LocalExecutor:
-    """One job after another, in this process (each job is itself concurrent inside)."""
+    """The work in this process (concurrent inside)."""
 
     name = "local"
+    shares_process = True
 
-    def map(self, function: Callable[[Item], Result], items: Sequence[Item]) -> list[Result]:
-        return [function(item) for item in items]
+    async def run(self, work: Work[Item, Result], items: Sequence[Item]) -> list[Result]:
+        return await work.in_process(items)
 
 
 def _apply(function: Callable[[Any], Any], item: Any) -> Any:
@@ -43,7 +59,10 @@ def _apply(function: Callable[[Any], Any], item: Any) -> Any:
 
 
 class RayExecutor:
+    """The work's remote form, one Ray task per item."""
+
     name = "ray"
+    shares_process = False
 
     def __init__(self, address: str | None = None, num_cpus: int | None = None) -> None:
         try:
@@ -62,15 +81,17 @@ class RayExecutor:
         self._ray = ray
         self._remote = ray.remote(_apply)
 
-    def map(self, function: Callable[[Item], Result], items: Sequence[Item]) -> list[Result]:
+    async def run(self, work: Work[Item, Result], items: Sequence[Item]) -> list[Result]:
+        return await asyncio.to_thread(self._map, work.remote(), items)
+
+    def _map(self, function: Callable[[Item], Result], items: Sequence[Item]) -> list[Result]:
         shared = self._ray.put(function)  # shipped once, not once per item
         return list(self._ray.get([self._remote.remote(shared, item) for item in items]))
 
 
-def make_executor(name: str, address: str | None = None) -> Executor | None:
-    """None for "local" (callers keep their in-process path), a RayExecutor for "ray"."""
+def make_executor(name: str, address: str | None = None) -> Executor:
     if name == "local":
-        return None
+        return LocalExecutor()
     if name == "ray":
         return RayExecutor(address)
     raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, got {name!r}")
@@ -86,3 +107,12 @@ def shards(items: Sequence[Item], count: int) -> list[list[Item]]:
         parts.append(list(items[start:end]))
         start = end
     return parts
+
+
+def split_like(results: Sequence[Result], parts: Sequence[Sequence[Any]]) -> list[list[Result]]:
+    """`results`, one per element of the joined `parts`, cut back into lists of their sizes."""
+    cut, start = [], 0
+    for part in parts:
+        cut.append(list(results[start : start + len(part)]))
+        start += len(part)
+    return cut

@@ -17,7 +17,7 @@ from typing import Any
 
 from consortium.config import PoolConfig
 from consortium.errors import ConfigError
-from consortium.runtime.dist import Executor
+from consortium.runtime.dist import Executor, LocalExecutor
 from consortium.tasks.base import Grader, Task
 from consortium.train.base_models import load_tokenizer, resolve_base
 from consortium.train.grpo import GRPOSettings, train_conductor, training_rows
@@ -55,7 +55,7 @@ def train_conductor_in_stages(
     held_out: Sequence[Task] = (),
     resume: bool = False,
     callbacks: StageCallbacks | None = None,
-    jobs: Executor | None = None,
+    jobs: Executor = LocalExecutor(),
 ) -> dict[str, Any]:
     """Warm start (when `settings.warm_start.steps` > 0), then GRPO (when `settings.grpo.steps`
     > 0). Returns the summary written to OUT/stages.json: the base, the model each stage wrote,

@@ -1,9 +1,8 @@
 """GRPO training of a Conductor with TRL's `GRPOTrainer` (needs the `coord` extra and `trl`).
 
 Each training prompt is a question with a random subset of the pool's workers (the adaptive pool
-of the paper), shown as "Model 0..k-1". The reward of a completion is the paper's gate: 0 when
-its three lists do not parse and validate against that subset, else the workflow runs on the real
-workers and scores 1 when the grader accepts the answer, 0.5 when it does not.
+of the paper), shown as "Model 0..k-1". A completion's reward is the paper's gate
+(`train.workflow_reward`): whether its workflow parses, then whether running it answers right.
 
 The same command trains a tiny model built from a config on a CPU in seconds (`base_model="tiny"`)
 and a real base model (the paper: Qwen2.5-7B, 200 steps x 4 questions x 64 rollouts, lr 1e-6,
@@ -12,36 +11,24 @@ KL 0) on a GPU machine.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import random
 import shutil
-import threading
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from consortium.config import PoolConfig
-from consortium.coord.conductor.executor import WorkflowExecutor
 from consortium.coord.conductor.prompt import conductor_messages
-from consortium.coord.conductor.workflow import WorkflowError, parse_workflow
-from consortium.errors import AgentError, BudgetExceeded, ConfigError
-from consortium.pool import Pool
+from consortium.errors import ConfigError
 from consortium.pool.local import prompt_text
 from consortium.quiet import quiet_datasets, quiet_transformers
-from consortium.runtime.budget import Limits
-from consortium.runtime.caller import Caller
-from consortium.runtime.dist import Executor, shards
+from consortium.runtime.dist import Executor, LocalExecutor
 from consortium.tasks.base import Grader, Task
 from consortium.train.base_models import load_tokenizer, resolve_base
 from consortium.train.trainer_setup import device_args, step_logger
-
-T = TypeVar("T")
-
-FORMAT_FAIL = 0.0
-WRONG = 0.5
-RIGHT = 1.0
+from consortium.train.workflow_reward import WorkflowReward
 
 
 @dataclass
@@ -58,182 +45,6 @@ class GRPOSettings:
     """Workflow steps allowed (the paper: 5)."""
     save_steps: int = 50
     seed: int = 0
-
-
-class BackgroundLoop:
-    """An event loop in a thread, for the async pool inside TRL's synchronous reward calls."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self._thread.start()
-
-    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
-
-    def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout=5)
-        self.loop.close()
-
-
-def completion_text(completion: Any) -> str:
-    """TRL hands plain strings for text prompts, message lists for conversational ones."""
-    if isinstance(completion, str):
-        return completion
-    if isinstance(completion, list) and completion and isinstance(completion[-1], dict):
-        return str(completion[-1].get("content", ""))
-    return ""
-
-
-async def score_workflow(
-    text: str,
-    task: Task,
-    workers: list[str],
-    grader: Grader,
-    caller: Caller,
-    *,
-    max_steps: int,
-    task_limits: Limits,
-    executor: WorkflowExecutor,
-) -> float:
-    """One completion's reward: FORMAT_FAIL if it is no workflow, else RIGHT or WRONG as the
-    grader says of the workflow's answer."""
-    try:
-        workflow = parse_workflow(text, workers, max_steps=max_steps)
-    except WorkflowError:
-        return FORMAT_FAIL
-    task_caller = caller.for_task(task.id, "grpo", task_limits)
-    try:
-        run = await executor.run(workflow, task.question, task_caller)
-    except (AgentError, BudgetExceeded):
-        return WRONG  # it parsed and ran; a worker failure is not a format failure
-    grade = await asyncio.to_thread(grader.grade, task, run.answer)
-    return RIGHT if grade.correct else WRONG
-
-
-class WorkflowReward:
-    """The reward function TRL calls: format gate x correctness, by running each workflow."""
-
-    __name__ = "workflow_reward"
-
-    def __init__(
-        self,
-        pool: PoolConfig,
-        tasks: Sequence[Task],
-        grader: Grader,
-        *,
-        max_steps: int = 5,
-        task_limits: Limits | None = None,
-        executor: WorkflowExecutor | None = None,
-        jobs: Executor | None = None,
-        shards_per_call: int = 4,
-    ) -> None:
-        self.jobs = jobs
-        self.shards_per_call = shards_per_call
-        self.pool_config = pool
-        self.tasks = {task.id: task for task in tasks}
-        self.grader = grader
-        self.max_steps = max_steps
-        self.task_limits = task_limits or Limits(max_calls=max_steps)
-        self.executor = executor or WorkflowExecutor()
-        self.history: list[dict[str, float]] = []
-        self._loop = BackgroundLoop()
-        self._pool = self._loop.run(self._open())
-        self._caller = Caller(self._pool, None, "grpo")
-
-    async def _open(self) -> Pool:
-        return Pool(self.pool_config)
-
-    async def score(self, text: str, task_id: str, workers: list[str]) -> float:
-        return await score_workflow(
-            text,
-            self.tasks[task_id],
-            workers,
-            self.grader,
-            self._caller,
-            max_steps=self.max_steps,
-            task_limits=self.task_limits,
-            executor=self.executor,
-        )
-
-    async def _score_all(
-        self, texts: list[str], task_ids: list[str], workers: list[list[str]]
-    ) -> list[float]:
-        return list(
-            await asyncio.gather(
-                *(self.score(*args) for args in zip(texts, task_ids, workers, strict=True))
-            )
-        )
-
-    def __call__(
-        self,
-        prompts: list[Any],
-        completions: list[Any],
-        task_id: list[str],
-        workers: list[str],
-        **_: Any,
-    ) -> list[float]:
-        texts = [completion_text(c) for c in completions]
-        rosters = [json.loads(w) for w in workers]
-        if self.jobs is not None:
-            items = list(zip(texts, task_id, rosters, strict=True))
-            scoring = RemoteScoring(
-                self.pool_config, self.tasks, self.grader, self.max_steps, self.task_limits
-            )
-            done = self.jobs.map(scoring, shards(items, self.shards_per_call))
-            rewards = [reward for part in done for reward in part]
-        else:
-            rewards = self._loop.run(self._score_all(texts, task_id, rosters))
-        n = len(rewards)
-        self.history.append(
-            {
-                "mean": sum(rewards) / n,
-                "parsed": sum(r > FORMAT_FAIL for r in rewards) / n,
-                "right": sum(r == RIGHT for r in rewards) / n,
-            }
-        )
-        return rewards
-
-    def close(self) -> None:
-        self._loop.run(self._pool.aclose())
-        self._loop.close()
-
-
-@dataclass(frozen=True)
-class RemoteScoring:
-    """Rollout rewards as a job for a remote executor: a shard of (completion, task id, workers)
-    scored through a pool of its own, exactly as `WorkflowReward.score` does in process."""
-
-    pool: PoolConfig
-    tasks: dict[str, Task]
-    grader: Grader
-    max_steps: int
-    task_limits: Limits
-
-    def __call__(self, items: list[tuple[str, str, list[str]]]) -> list[float]:
-        return asyncio.run(self._run(items))
-
-    async def _run(self, items: list[tuple[str, str, list[str]]]) -> list[float]:
-        async with Pool(self.pool) as pool:
-            caller = Caller(pool, None, "grpo")
-            return list(
-                await asyncio.gather(
-                    *(
-                        score_workflow(
-                            text,
-                            self.tasks[task_id],
-                            workers,
-                            self.grader,
-                            caller,
-                            max_steps=self.max_steps,
-                            task_limits=self.task_limits,
-                            executor=WorkflowExecutor(),
-                        )
-                        for text, task_id, workers in items
-                    )
-                )
-            )
 
 
 def training_rows(
@@ -291,11 +102,11 @@ def train_conductor(
     *,
     resume: bool = False,
     on_log: Callable[[dict[str, float]], None] | None = None,
-    jobs: Executor | None = None,
+    jobs: Executor = LocalExecutor(),
 ) -> dict[str, Any]:
     """Train with GRPO; writes OUT/model (the conductor), OUT/rewards.jsonl (one line per logged
-    step) and OUT/conductor.json. Returns the summary written to conductor.json. With `jobs`,
-    the rollouts' workflows run as remote jobs."""
+    step) and OUT/conductor.json. Returns the summary written to conductor.json. `jobs`: where
+    the rollouts' workflows run."""
     try:
         from datasets import Dataset
         from trl import GRPOConfig, GRPOTrainer  # type: ignore[attr-defined]

@@ -4,23 +4,21 @@ candidate's as one job on an executor (e.g. Ray)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from consortium.coord.trinity.policy import HeadSetup
-from consortium.errors import ConfigError
 from consortium.evaluate import TaskResult
 from consortium.runtime.caller import Caller
-from consortium.runtime.dist import Executor
+from consortium.runtime.dist import Executor, LocalExecutor
 from consortium.tasks.base import Grader, Task
 from consortium.train.fit import FitState, Progress, Schedule, fit, generation_seed
 from consortium.train.optimizers import Outcome, make_optimizer
-from consortium.train.rollouts import RemoteRollouts, mean_rewards, minibatch, score_vectors
+from consortium.train.rollouts import mean_rewards, minibatch, rollouts_work
 from consortium.train.settings import TrainConfig
 
 
@@ -57,7 +55,7 @@ class OnlineObjective:
     grader: Grader
     caller: Caller
     config: TrainConfig
-    executor: Executor | None = None
+    executor: Executor = field(default_factory=LocalExecutor)
 
     @property
     def n_params(self) -> int:
@@ -75,7 +73,7 @@ class OnlineObjective:
         *,
         sampled: bool,
     ) -> Outcome:
-        """Sampled rollouts are seeded per (seed, step, candidate); with an executor, each
+        """Sampled rollouts are seeded per (seed, step, candidate); on a remote executor, each
         candidate's rollouts are one job."""
         seeds = [
             generation_seed(self.config.seed, step, i + 1)
@@ -83,25 +81,8 @@ class OnlineObjective:
             else None
             for i in range(len(candidates))
         ]
-        if self.executor is not None:
-            if sampled:
-                raise ConfigError("REINFORCE needs each rollout's turns: it runs locally only")
-            job = RemoteRollouts.of(
-                self.setup, batch, self.grader, self.caller, self.config.concurrency
-            )
-            correct = await asyncio.to_thread(
-                self.executor.map, job, list(zip(candidates, seeds, strict=True))
-            )
-            return Outcome(np.array([np.mean(row) for row in correct]))
-        results = await score_vectors(
-            self.setup,
-            list(candidates),
-            batch,
-            self.grader,
-            self.caller,
-            sample_seeds=seeds,
-            concurrency=self.config.concurrency,
-        )
+        work = rollouts_work(self.setup, batch, self.grader, self.caller, self.config.concurrency)
+        results = await self.executor.run(work, list(zip(candidates, seeds, strict=True)))
         if not sampled:
             return Outcome(mean_rewards(results))
         flat = [(vector, r) for vector, row in zip(candidates, results, strict=True) for r in row]
@@ -136,7 +117,7 @@ async def train_online(
     resume: bool = False,
     on_step: Progress | None = None,
     init: np.ndarray | None = None,
-    executor: Executor | None = None,
+    executor: Executor = LocalExecutor(),
 ) -> FitState:
     """`config.generations` steps of `optimizer` (es, reinforce or random); `init`: the start
     (a warm start from an earlier policy), default zeros."""

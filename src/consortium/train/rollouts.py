@@ -12,13 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
-from consortium.config import PoolConfig
 from consortium.coord.trinity.encoder import PrecomputedEncoder, StandardizedEncoder
 from consortium.coord.trinity.policy import HeadSetup
 from consortium.errors import ConfigError
 from consortium.evaluate import TaskResult, run_policy
-from consortium.pool import Pool
 from consortium.runtime.caller import Caller
+from consortium.runtime.dist import Work
+from consortium.runtime.jobs import RemoteJob
 from consortium.tasks.base import Grader, Task
 
 
@@ -58,12 +58,38 @@ async def score_vectors(
     )
 
 
-@dataclass(frozen=True)
-class RemoteRollouts:
-    """One candidate's rollouts as a self-contained job for an executor: it opens its own pool
-    from the configuration and reads features precomputed for its tasks."""
+Candidate = tuple[np.ndarray, int | None]
+"""A parameter vector and its sample seed (None: greedy routing)."""
 
-    pool: PoolConfig
+
+def rollouts_work(
+    setup: HeadSetup, tasks: Sequence[Task], grader: Grader, caller: Caller, concurrency: int
+) -> Work[Candidate, list[TaskResult]]:
+    """Each candidate on every task: in this process all concurrently through `caller` (its
+    cache); remotely one job per candidate."""
+
+    async def in_process(candidates: Sequence[Candidate]) -> list[list[TaskResult]]:
+        return await score_vectors(
+            setup,
+            [vector for vector, _ in candidates],
+            tasks,
+            grader,
+            caller,
+            sample_seeds=[seed for _, seed in candidates],
+            concurrency=concurrency,
+        )
+
+    def remote() -> RemoteJob[Candidate, list[TaskResult]]:
+        return RemoteJob.like(caller, CandidateRollouts.of(setup, tasks, grader, concurrency))
+
+    return Work(in_process, remote)
+
+
+@dataclass(frozen=True)
+class CandidateRollouts:
+    """A remote job's body: one candidate's rollouts, reading features precomputed for its
+    tasks (a worker has no encoder)."""
+
     setup: HeadSetup
     tasks: list[Task]
     grader: Grader
@@ -71,13 +97,8 @@ class RemoteRollouts:
 
     @classmethod
     def of(
-        cls,
-        setup: HeadSetup,
-        tasks: Sequence[Task],
-        grader: Grader,
-        caller: Caller,
-        concurrency: int,
-    ) -> RemoteRollouts:
+        cls, setup: HeadSetup, tasks: Sequence[Task], grader: Grader, concurrency: int
+    ) -> CandidateRollouts:
         if setup.max_turns != 1:
             raise ConfigError(
                 "remote rollouts route single-turn only (--max-turns 1); multi-turn transcripts "
@@ -85,21 +106,17 @@ class RemoteRollouts:
             )
         features = PrecomputedEncoder.of(setup.encoder.encoder, [t.question for t in tasks])
         shipped = replace(setup, encoder=StandardizedEncoder(features, setup.encoder.standardizer))
-        return cls(caller.pool.config, shipped, list(tasks), grader, concurrency)
+        return cls(shipped, list(tasks), grader, concurrency)
 
-    def __call__(self, job: tuple[np.ndarray, int | None]) -> list[bool]:
-        return asyncio.run(self._run(*job))
-
-    async def _run(self, vector: np.ndarray, sample_seed: int | None) -> list[bool]:
-        async with Pool(self.pool) as pool:
-            results = await run_policy(
-                self.setup.coordinator(vector, sample_seed),
-                self.tasks,
-                self.grader,
-                Caller(pool, None, "rollouts"),
-                concurrency=self.concurrency,
-            )
-        return [r.grade.correct for r in results]
+    async def __call__(self, candidate: Candidate, caller: Caller) -> list[TaskResult]:
+        vector, sample_seed = candidate
+        return await run_policy(
+            self.setup.coordinator(vector, sample_seed),
+            self.tasks,
+            self.grader,
+            caller,
+            concurrency=self.concurrency,
+        )
 
 
 def mean_rewards(results: list[list[TaskResult]]) -> np.ndarray:

@@ -11,11 +11,10 @@ import numpy as np
 from consortium.config import PoolConfig
 from consortium.coord.trinity.encoder import CachedEncoder, StandardizedEncoder, Standardizer
 from consortium.coord.trinity.policy import HeadSetup, save_policy
-from consortium.errors import ConfigError
 from consortium.pool import Pool
 from consortium.runtime.cache import ResponseCache
 from consortium.runtime.caller import Caller
-from consortium.runtime.dist import Executor
+from consortium.runtime.dist import Executor, LocalExecutor
 from consortium.tasks.base import TaskSet
 from consortium.train.fit import FitState
 from consortium.train.online import train_online
@@ -57,17 +56,12 @@ async def train_trinity(
     resume: bool = False,
     on_generation: Callable[[FitState], None] | None = None,
     cache_path: Path | None = None,
-    executor: Executor | None = None,
+    executor: Executor = LocalExecutor(),
 ) -> FitState:
     """Train into `out_dir`; rollouts' responses are cached in `cache_path` (default
-    OUT/responses.db), which runs over the same pool and tasks may share. With `executor`
-    (sep-CMA-ES and random search) each candidate's rollouts run as one remote job, without the
-    cache. A checkpoint after every generation (OUT/checkpoint.pkl) lets `resume` continue."""
-    if executor is not None and optimizer == "reinforce":
-        raise ConfigError(
-            "--executor ray distributes sep-CMA-ES and random search (REINFORCE needs each "
-            "rollout's turns)"
-        )
+    OUT/responses.db), which runs over the same pool and tasks may share. On a remote executor
+    each candidate's rollouts run as one job, without the cache. A checkpoint after every
+    generation (OUT/checkpoint.pkl) lets `resume` continue."""
     out_dir.mkdir(parents=True, exist_ok=True)
     cache = ResponseCache(cache_path or out_dir / "responses.db")
 

@@ -1,0 +1,217 @@
+"""The GRPO reward of a Conductor's completion (the paper's gate): 0 when its three lists do not
+parse and validate against the prompt's worker subset, else the workflow runs on the real workers
+and scores 1 when the grader accepts the answer, 0.5 when it does not."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from consortium.config import PoolConfig
+from consortium.coord.conductor.executor import WorkflowExecutor
+from consortium.coord.conductor.workflow import WorkflowError, parse_workflow
+from consortium.errors import AgentError, BudgetExceeded
+from consortium.pool import Pool
+from consortium.runtime.budget import Limits
+from consortium.runtime.caller import Caller
+from consortium.runtime.dist import Executor, LocalExecutor, Work, shards, split_like
+from consortium.runtime.jobs import RemoteJob
+from consortium.tasks.base import Grader, Task
+
+T = TypeVar("T")
+
+FORMAT_FAIL = 0.0
+WRONG = 0.5
+RIGHT = 1.0
+
+
+class BackgroundLoop:
+    """An event loop in a thread, for the async pool inside TRL's synchronous reward calls."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5)
+        self.loop.close()
+
+
+def completion_text(completion: Any) -> str:
+    """TRL hands plain strings for text prompts, message lists for conversational ones."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list) and completion and isinstance(completion[-1], dict):
+        return str(completion[-1].get("content", ""))
+    return ""
+
+
+async def score_workflow(
+    text: str,
+    task: Task,
+    workers: list[str],
+    grader: Grader,
+    caller: Caller,
+    *,
+    max_steps: int,
+    task_limits: Limits,
+    executor: WorkflowExecutor,
+) -> float:
+    """One completion's reward: FORMAT_FAIL if it is no workflow, else RIGHT or WRONG as the
+    grader says of the workflow's answer."""
+    try:
+        workflow = parse_workflow(text, workers, max_steps=max_steps)
+    except WorkflowError:
+        return FORMAT_FAIL
+    task_caller = caller.for_task(task.id, "grpo", task_limits)
+    try:
+        run = await executor.run(workflow, task.question, task_caller)
+    except (AgentError, BudgetExceeded):
+        return WRONG  # it parsed and ran; a worker failure is not a format failure
+    grade = await asyncio.to_thread(grader.grade, task, run.answer)
+    return RIGHT if grade.correct else WRONG
+
+
+Rollout = tuple[str, str, list[str]]
+"""A completion's text, its task id and its workers."""
+
+
+async def score_rollouts(
+    rollouts: Sequence[Rollout],
+    tasks: dict[str, Task],
+    grader: Grader,
+    caller: Caller,
+    *,
+    max_steps: int,
+    task_limits: Limits,
+    executor: WorkflowExecutor,
+) -> list[float]:
+    """Every rollout's reward, all concurrently."""
+    return list(
+        await asyncio.gather(
+            *(
+                score_workflow(
+                    text,
+                    tasks[task_id],
+                    workers,
+                    grader,
+                    caller,
+                    max_steps=max_steps,
+                    task_limits=task_limits,
+                    executor=executor,
+                )
+                for text, task_id, workers in rollouts
+            )
+        )
+    )
+
+
+class WorkflowReward:
+    """The reward function TRL calls: format gate x correctness, by running each workflow."""
+
+    __name__ = "workflow_reward"
+
+    def __init__(
+        self,
+        pool: PoolConfig,
+        tasks: Sequence[Task],
+        grader: Grader,
+        *,
+        max_steps: int = 5,
+        task_limits: Limits | None = None,
+        executor: WorkflowExecutor | None = None,
+        jobs: Executor = LocalExecutor(),
+        shards_per_call: int = 4,
+    ) -> None:
+        self.jobs = jobs
+        self.shards_per_call = shards_per_call
+        self.pool_config = pool
+        self.tasks = {task.id: task for task in tasks}
+        self.grader = grader
+        self.max_steps = max_steps
+        self.task_limits = task_limits or Limits(max_calls=max_steps)
+        self.executor = executor or WorkflowExecutor()
+        self.history: list[dict[str, float]] = []
+        self._loop = BackgroundLoop()
+        self._pool = self._loop.run(self._open())
+        self._caller = Caller(self._pool, None, "grpo")
+
+    async def _open(self) -> Pool:
+        return Pool(self.pool_config)
+
+    def work(self) -> Work[list[Rollout], list[float]]:
+        """Rewards of shards of rollouts: in this process all concurrently through its pool;
+        remotely one job per shard."""
+
+        async def in_process(parts: Sequence[list[Rollout]]) -> list[list[float]]:
+            rewards = await score_rollouts(
+                [rollout for part in parts for rollout in part],
+                self.tasks,
+                self.grader,
+                self._caller,
+                max_steps=self.max_steps,
+                task_limits=self.task_limits,
+                executor=self.executor,
+            )
+            return split_like(rewards, parts)
+
+        body = ScoreRollouts(self.tasks, self.grader, self.max_steps, self.task_limits)
+        return Work(in_process, lambda: RemoteJob.like(self._caller, body))
+
+    def __call__(
+        self,
+        prompts: list[Any],
+        completions: list[Any],
+        task_id: list[str],
+        workers: list[str],
+        **_: Any,
+    ) -> list[float]:
+        texts = [completion_text(c) for c in completions]
+        rosters = [json.loads(w) for w in workers]
+        parts = shards(list(zip(texts, task_id, rosters, strict=True)), self.shards_per_call)
+        done = self._loop.run(self.jobs.run(self.work(), parts))
+        rewards = [reward for part in done for reward in part]
+        n = len(rewards)
+        self.history.append(
+            {
+                "mean": sum(rewards) / n,
+                "parsed": sum(r > FORMAT_FAIL for r in rewards) / n,
+                "right": sum(r == RIGHT for r in rewards) / n,
+            }
+        )
+        return rewards
+
+    def close(self) -> None:
+        self._loop.run(self._pool.aclose())
+        self._loop.close()
+
+
+@dataclass(frozen=True)
+class ScoreRollouts:
+    """A remote job's body: rewards of a shard of rollouts, as `WorkflowReward.score` gives
+    them in process."""
+
+    tasks: dict[str, Task]
+    grader: Grader
+    max_steps: int
+    task_limits: Limits
+
+    async def __call__(self, rollouts: list[Rollout], caller: Caller) -> list[float]:
+        return await score_rollouts(
+            rollouts,
+            self.tasks,
+            self.grader,
+            caller,
+            max_steps=self.max_steps,
+            task_limits=self.task_limits,
+            executor=WorkflowExecutor(),
+        )
