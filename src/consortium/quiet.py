@@ -8,7 +8,7 @@ def quiet_transformers() -> None:
     and GGUF loading included); no environment setting is needed after this call."""
     from transformers.utils import logging
 
-    logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    logging.disable_progress_bar()
 
 
 def quiet_datasets() -> None:

@@ -171,7 +171,7 @@ def train_conductor(
     trainer = GRPOTrainer(
         model=base_model,
         processing_class=tokenizer,
-        reward_funcs=[reward],  # type: ignore[list-item]
+        reward_funcs=[reward],
         args=args,
         train_dataset=Dataset.from_list(schedule[done:]),
         callbacks=[step_logger(log_path, "reward", on_log, shares)],

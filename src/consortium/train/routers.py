@@ -91,12 +91,12 @@ class MlpRouter:
         optimizer = torch.optim.AdamW(network.parameters(), lr=1e-3, weight_decay=weight_decay)
         generator = torch.Generator().manual_seed(seed)
         for _ in range(epochs):
-            for batch in torch.randperm(len(inputs), generator=generator).split(128):  # type: ignore[no-untyped-call]
+            for batch in torch.randperm(len(inputs), generator=generator).split(128):
                 optimizer.zero_grad()
                 loss = torch.nn.functional.binary_cross_entropy_with_logits(
                     network(inputs[batch]), targets[batch]
                 )
-                loss.backward()  # type: ignore[no-untyped-call]
+                loss.backward()
                 optimizer.step()
         network.eval()
         return cls(network, mean, scale)

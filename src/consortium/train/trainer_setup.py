@@ -36,7 +36,7 @@ def step_logger(
     logs `key`, and hands the same row to `on_log`."""
     from transformers import TrainerCallback
 
-    class StepLog(TrainerCallback):
+    class StepLog(TrainerCallback):  # type: ignore[misc]  # transformers is not followed (Any)
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **_: Any) -> None:
             if not logs or key not in logs:
                 return

@@ -129,7 +129,7 @@ class CausalLMEncoder:
         quiet_transformers()
         try:
             tokenizer = AutoTokenizer.from_pretrained(name_or_path)
-            model = AutoModelForCausalLM.from_pretrained(name_or_path).to(device)  # type: ignore[arg-type]
+            model = AutoModelForCausalLM.from_pretrained(name_or_path).to(device)
         except OSError as error:
             raise ConfigError(f"cannot load causal LM {name_or_path!r}: {error}") from None
         return cls(model, tokenizer, name=name_or_path, **kwargs)
