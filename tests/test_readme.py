@@ -32,9 +32,23 @@ def commands(markdown: str) -> list[str]:
     return found
 
 
+def steps(markdown: str) -> list[str]:
+    """The README's session in order: each command of a `bash` block, and each `python` block
+    whole, as a shell step that feeds it to Python."""
+    found: list[str] = []
+    for language, body in re.findall(r"^```(bash|python)\n(.*?)^```", markdown, flags=re.S | re.M):
+        if language == "python":
+            found.append(f"python - <<'PYTHON'\n{body}PYTHON")
+        else:
+            found += commands(f"```bash\n{body}```\n")
+    return found
+
+
 def test_commands_are_read_from_the_blocks() -> None:
     text = "x\n```bash\n# a comment\nconsortium a \\\n    --b c   # why\n\nmake d\n```\n"
     assert commands(text) == ["consortium a --b c   # why", "make d"]
+    mixed = "```bash\na\n```\n```python\nx = 1\n```\n```bash\nb\n```\n"
+    assert steps(mixed) == ["a", "python - <<'PYTHON'\nx = 1\nPYTHON", "b"]
 
 
 def make_targets(lines: list[str]) -> list[str]:
@@ -44,7 +58,7 @@ def make_targets(lines: list[str]) -> list[str]:
 @pytest.mark.slow
 def test_the_readme_runs_top_to_bottom(tmp_path: Path, replay_dir: Path) -> None:
     data = replay_dir.resolve()
-    lines = commands((ROOT / "README.md").read_text())
+    lines = steps((ROOT / "README.md").read_text())
     for target in make_targets(lines):
         dry = subprocess.run(["make", "-n", target], cwd=ROOT, capture_output=True, text=True)
         assert dry.returncode == 0, f"make {target}: {dry.stderr}"
@@ -84,6 +98,9 @@ def test_the_readme_runs_top_to_bottom(tmp_path: Path, replay_dir: Path) -> None
     assert len(policies) == 2 + 7 + 1 + 1  # trinity, vote, every single model, random, oracle
     assert "trinity:trinity-replay" in (tmp_path / "eval.md").read_text()
     assert "trinity:trinity-replay · 1 call(s)" in run.stderr  # `ask` says who answered
+    # the library calls: a head trained, evaluated beside the baselines, one round of evolve
+    assert "trained: {" in run.stdout and "| trinity:my-trinity |" in run.stdout
+    assert "1 round(s) of self-improvement; report: my-evolve/report.md" in run.stdout
     # the sentence encoder loads without transformers' own progress bars
     assert "Loading weights" not in run.stderr and "it/s]" not in run.stderr
     exported = (tmp_path / "calls.jsonl").read_text().splitlines()

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -21,6 +21,11 @@ from consortium.cli.options import (
 from consortium.config import load_pool
 from consortium.errors import ConsortiumError
 from consortium.train.settings import RecordedConfig, RouterTraining, TrainConfig
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
+
+    from consortium.coord.trinity.policy import HeadSetup
 
 ONLINE, RECORDED, ROUTER = TrainConfig(), RecordedConfig(), RouterTraining(RecordedConfig())
 
@@ -70,51 +75,48 @@ def train_trinity(
         --tasks replay:data=../shared/data/routerdc:split=train:\\
       datasets=mmlu,gsm8k,cmmlu,arc_challenge,humaneval
     """
-    from consortium.coord.trinity.policy import default_encoder
     from consortium.progress import task_progress
-    from consortium.runtime.dist import make_executor
-    from consortium.tasks.registry import load_task_set
     from consortium.train.fit import FitState
-    from consortium.train.optimizers import OPTIMIZERS
-    from consortium.train.session import fit_setup
-    from consortium.train.session import train_trinity as run_training
+    from consortium.train.session import TrinityRequest, run_trinity_training
 
-    if optimizer not in OPTIMIZERS:
-        raise ConsortiumError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}")
-    config = load_pool(pool)
-    task_set = load_task_set(tasks)
-    role_names = tuple(r for r in roles.split(",") if r)
-    train_config = TrainConfig(
-        generations=generations,
-        popsize=popsize,
-        sigma0=sigma0,
-        minibatch=minibatch,
-        seed=seed,
-        sample=sample,
-    )
-    features = default_encoder(encoder, out / "features.db")
-    with task_progress(err_console) as progress:
-        encoding = progress.add_task(f"encoding with {encoder}", total=len(task_set.tasks))
-        setup = fit_setup(
-            features,
-            task_set,
-            config.names,
-            components=components or None,
-            max_turns=max_turns,
-            roles=role_names,
-            on_encoded=lambda n: progress.advance(encoding, n),
-        )
-    err_console.print(
-        f"head: {len(config.names)} models + 3 roles × {setup.encoder.dim}-d feature = "
-        f"{setup.n_params:,} parameters · budget {train_config.budget:,} rollouts"
+    request = TrinityRequest(
+        pool,
+        tasks,
+        out,
+        TrainConfig(
+            generations=generations,
+            popsize=popsize,
+            sigma0=sigma0,
+            minibatch=minibatch,
+            seed=seed,
+            sample=sample,
+        ),
+        optimizer=optimizer,
+        encoder=encoder,
+        components=components or None,
+        max_turns=max_turns,
+        roles=tuple(r for r in roles.split(",") if r),
+        resume=resume,
+        executor=executor,
+        ray_address=ray_address,
     )
     with task_progress(err_console) as progress:
-        bar = progress.add_task(f"{optimizer} generations", total=generations)
+
+        def encoding(description: str, total: int) -> Callable[[int], None]:
+            bar = progress.add_task(description, total=total)
+            return lambda n: progress.advance(bar, n)
+
+        def ready(setup: HeadSetup) -> None:
+            err_console.print(
+                f"head: {len(setup.models)} models + 3 roles × {setup.encoder.dim}-d feature = "
+                f"{setup.n_params:,} parameters · budget {request.config.budget:,} rollouts"
+            )
+            bars.append(progress.add_task(f"{optimizer} generations", total=generations))
 
         def show(state: FitState) -> None:
             row = state.history[-1]
             progress.update(
-                bar,
+                bars[-1],
                 completed=state.step,
                 description=(
                     f"{optimizer} · reward {row['population_mean']:.3f} "
@@ -122,22 +124,11 @@ def train_trinity(
                 ),
             )
 
-        state = asyncio.run(
-            run_training(
-                config,
-                task_set,
-                setup,
-                out,
-                train_config,
-                optimizer=optimizer,
-                resume=resume,
-                on_generation=show,
-                executor=make_executor(executor, ray_address),
-            )
-        )
+        bars: list[TaskID] = []
+        trained = run_trinity_training(request, on_encoding=encoding, on_setup=ready, on_step=show)
     console.print(
-        f"policy written to {out} after {state.step} generations "
-        f"({setup.n_params:,} parameters); curve: {out / 'curve.png'}"
+        f"policy written to {out} after {trained.state.step} generations "
+        f"({trained.setup.n_params:,} parameters); curve: {out / 'curve.png'}"
     )
 
 

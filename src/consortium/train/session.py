@@ -1,24 +1,34 @@
-"""`consortium train trinity`: encode the training questions, fit the feature standardizer, run the
-chosen optimizer with a checkpoint and the policy saved after every generation."""
+"""`consortium train trinity` as one library call: `run_trinity_training(TrinityRequest(...))`
+encodes the training questions, fits the feature standardizer, and runs the chosen optimizer with
+a checkpoint and the policy saved after every generation."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from consortium.config import PoolConfig
-from consortium.coord.trinity.encoder import CachedEncoder, StandardizedEncoder, Standardizer
-from consortium.coord.trinity.policy import HeadSetup, save_policy
+from consortium.config import PoolConfig, load_pool
+from consortium.coord.trinity.encoder import (
+    CachedEncoder,
+    SentenceEncoder,
+    StandardizedEncoder,
+    Standardizer,
+)
+from consortium.coord.trinity.policy import HeadSetup, default_encoder, save_policy
+from consortium.errors import ConfigError
 from consortium.pool import Pool
 from consortium.runtime.cache import ResponseCache
 from consortium.runtime.caller import Caller
-from consortium.runtime.dist import Executor, LocalExecutor
+from consortium.runtime.dist import Executor, LocalExecutor, make_executor
 from consortium.tasks.base import TaskSet
+from consortium.tasks.registry import load_task_set
 from consortium.train.fit import FitState
 from consortium.train.online import train_online
-from consortium.train.optimizers import TITLES
+from consortium.train.optimizers import OPTIMIZERS, TITLES
 from consortium.train.rollouts import write_curve
 from consortium.train.settings import TrainConfig
 
@@ -98,3 +108,81 @@ async def train_trinity(
         )
     cache.close()
     return state
+
+
+@dataclass(frozen=True)
+class TrinityRequest:
+    """What `consortium train trinity` trains, with the command's defaults: the pool file, the
+    training tasks (a `--tasks` spec), the policy folder, the optimizer and its settings, and
+    the head (encoder, feature axes, turns, roles)."""
+
+    pool: Path
+    tasks: str
+    out: Path
+    config: TrainConfig = field(default_factory=TrainConfig)
+    optimizer: str = "es"
+    encoder: str = SentenceEncoder.name
+    components: int | None = 16
+    """Principal axes of the standardized feature; None: the full feature."""
+    max_turns: int = 1
+    roles: tuple[str, ...] = ("worker",)
+    resume: bool = False
+    executor: str = "local"
+    ray_address: str | None = None
+
+
+@dataclass
+class TrinityTraining:
+    state: FitState
+    """The trained head (`state.vector`) and its curve (`state.history`)."""
+    setup: HeadSetup
+    out: Path
+
+
+Stage = Callable[[str, int], Callable[[int], None]]
+"""`stage(description, total)` is called before the encoding and returns the function called
+with each chunk's size."""
+
+
+def run_trinity_training(
+    request: TrinityRequest,
+    *,
+    on_encoding: Stage | None = None,
+    on_setup: Callable[[HeadSetup], None] | None = None,
+    on_step: Callable[[FitState], None] | None = None,
+) -> TrinityTraining:
+    """Train the head into `request.out` (policy, curve and checkpoint after every step);
+    progress comes through the callbacks: the encoding, the head once built, each step."""
+    if request.optimizer not in OPTIMIZERS:
+        raise ConfigError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}")
+    pool = load_pool(request.pool)
+    task_set = load_task_set(request.tasks)
+    features = default_encoder(request.encoder, request.out / "features.db")
+    advance = (on_encoding or (lambda _d, _t: lambda _n: None))(
+        f"encoding with {request.encoder}", len(task_set.tasks)
+    )
+    setup = fit_setup(
+        features,
+        task_set,
+        pool.names,
+        components=request.components,
+        max_turns=request.max_turns,
+        roles=request.roles,
+        on_encoded=advance,
+    )
+    if on_setup is not None:
+        on_setup(setup)
+    state = asyncio.run(
+        train_trinity(
+            pool,
+            task_set,
+            setup,
+            request.out,
+            request.config,
+            optimizer=request.optimizer,
+            resume=request.resume,
+            on_generation=on_step,
+            executor=make_executor(request.executor, request.ray_address),
+        )
+    )
+    return TrinityTraining(state, setup, request.out)
