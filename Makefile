@@ -26,7 +26,7 @@ lint: install
 
 test: lint
 	bash scripts/system-deps.sh
-	CONSORTIUM_REPLAY_DATA=$(REPLAY_DATA) CONSORTIUM_BENCHMARKS=$(BENCHMARKS) $(BIN)/pytest -q --durations=15
+	CONSORTIUM_REPLAY_DATA=$(REPLAY_DATA) CONSORTIUM_BENCHMARKS=$(BENCHMARKS) $(BIN)/pytest -q -n 2 --dist loadfile --durations=15
 
 train: install
 	HF_HUB_OFFLINE=1 $(BIN)/python scripts/trinity_report.py --data $(REPLAY_DATA)
