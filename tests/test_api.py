@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -94,3 +95,40 @@ def test_run_evaluation_is_the_library_call_eval_makes(
     other = EvalConfig(pool=pool, tasks=config.tasks, resume=result.run_id, traces=config.traces)
     with pytest.raises(ConfigError, match="evaluated other tasks or policies"):
         run_evaluation(other)
+
+
+def test_run_evaluation_takes_objects_built_in_code(
+    split2_workers: PoolConfig, replay_dir: Path, tmp_path: Path
+) -> None:
+    """A pool configuration, a task set and coordinators built in code (not files and specs):
+    evaluated in this process, named by the task set; a remote executor is refused."""
+    from consortium.coord.baselines import SingleModel
+    from consortium.evaluation import EvalConfig, run_evaluation
+    from consortium.tasks.registry import load_task_set
+
+    task_set = load_task_set(f"replay:data={replay_dir}:datasets=gsm8k:split=test:limit=4")
+
+    class Shouting(SingleModel):
+        """A policy no spec names: one model's answer, in capitals."""
+
+        async def run(self, task, caller):  # type: ignore[no-untyped-def]
+            outcome = await super().run(task, caller)
+            return replace(outcome, answer=outcome.answer.upper())
+
+    shouting = Shouting("MetaMath-Mistral-7B")
+    shouting.name = "shouting"
+    config = EvalConfig(
+        split2_workers,
+        task_set,
+        (shouting, "single:Mistral-7B-v0.1"),
+        baselines=False,
+        traces=f"sqlite:///{tmp_path / 't.db'}",
+        kind="mine",
+    )
+    result = run_evaluation(config)
+    assert [s.policy for s in result.report.summaries][:2] == ["shouting", "single:Mistral-7B-v0.1"]
+    assert all(r.answer == (r.answer or "").upper() for r in result.per_policy["shouting"])
+    assert result.report.pool == task_set.description
+    assert TraceStore(config.traces).run(result.run_id)["kind"] == "mine"  # type: ignore[index]
+    with pytest.raises(ConfigError, match="--executor local"):
+        run_evaluation(replace(config, executor="ray"))

@@ -15,8 +15,8 @@ from consortium.coord.base import Coordinator
 from consortium.coord.baselines import RandomRouter, SingleModel
 from consortium.coord.conductor.templates import WorkflowCoordinator, template
 from consortium.coord.trinity.policy import default_encoder, load_policy
-from consortium.evaluate import ORACLE, EvalReport, TaskResult, evaluate_policies
-from consortium.pool import Pool
+from consortium.evaluate import ORACLE, EvalReport, TaskResult
+from consortium.evaluation import EvalConfig, run_evaluation
 from consortium.progress import task_progress
 from consortium.replay.data import ReplayData, Source, load_replay
 from consortium.replay.expectation import recorded_expectation
@@ -24,8 +24,7 @@ from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool, short_name
 from consortium.replay.tasks import ID_DATASETS, OOD_DATASETS, ReplayGrader, load_replay_tasks
 from consortium.report import to_markdown, to_rich
-from consortium.runtime.caller import Caller
-from consortium.runtime.store import TraceStore
+from consortium.tasks.base import TaskSet
 from consortium.tasks.registry import load_task_set
 from consortium.train.session import fit_setup, train_trinity
 from consortium.train.settings import TrainConfig
@@ -46,11 +45,11 @@ SECTIONS: dict[Source, tuple[list[str], dict[str, list[str]]]] = {
 }
 
 
-async def demo_section(
+def demo_section(
     data: ReplayData,
     source: Source,
     base_url: str,
-    store: TraceStore,
+    traces: str,
     *,
     limit: int | None,
     seed: int,
@@ -59,16 +58,15 @@ async def demo_section(
     extra: Sequence[Coordinator] = (),
 ) -> EvalReport:
     datasets, groups = SECTIONS[source]
-    task_set = load_replay_tasks(
+    loaded = load_replay_tasks(
         data, source=source, datasets=datasets, split="test", limit=limit, seed=seed
     )
+    groups_of = {name: tuple(members) for name, members in groups.items()}
+    task_set = TaskSet(loaded.tasks, ReplayGrader(), loaded.description, groups_of)
     models = data.models[source]
-    config = replay_pool(data, base_url, models, max_concurrency=concurrency)
     policies: list[Coordinator] = [*extra]
     policies += [SingleModel(short_name(m)) for m in models]
     policies.append(RandomRouter([short_name(m) for m in models], seed=seed))
-    description = data.description(source)
-    settings = {"source": source, "limit": limit, "seed": seed}
     bars = {
         policy.name: progress.add_task(
             f"{source} · {short_label(policy.name)}", total=len(task_set.tasks), start=False
@@ -76,7 +74,9 @@ async def demo_section(
         for policy in policies
     }
 
-    def advance(result: TaskResult) -> None:
+    def advance(result: TaskResult | None) -> None:
+        if result is None:
+            return
         bar = bars[result.policy]
         task = next(t for t in progress.tasks if t.id == bar)
         if not task.started:  # policies run one after another: its clock starts with its first
@@ -87,30 +87,28 @@ async def demo_section(
                 f"{task.description}: {task.completed:.0f} tasks in {task.elapsed or 0:.1f} s"
             )
 
-    with store.running("demo", pool=description, config=settings) as run:
-        async with Pool(config) as pool:
-            summaries = await evaluate_policies(
-                policies,
-                task_set.tasks,
-                ReplayGrader(),
-                Caller(pool, store, run.run_id),
-                concurrency=concurrency,
-                on_done=advance,
-            )
-        run.summary = {"policies": [s.policy for s in summaries]}
+    result = run_evaluation(
+        EvalConfig(
+            replay_pool(data, base_url, models, max_concurrency=concurrency),
+            task_set,
+            tuple(policies),
+            baselines=False,
+            concurrency=concurrency,
+            seed=seed,
+            traces=traces,
+            kind="demo",
+        ),
+        progress=lambda _description, _total: advance,
+    )
     recorded = {
         (ORACLE if model == ORACLE else f"single:{short_name(model)}"): values
         for model, values in recorded_expectation(task_set.tasks).items()
     }
     limit_text = f"a seeded sample of {limit} per dataset" if limit else "all questions"
-    return EvalReport(
-        pool=description,
+    return replace(
+        result.report,
         tasks=f"{source} test splits of {', '.join(datasets)} ({limit_text}, seed {seed})",
-        datasets=datasets,
-        summaries=summaries,
-        groups=groups,
         recorded=recorded,
-        run_id=run.run_id,
     )
 
 
@@ -183,7 +181,6 @@ def run_demo(
 ) -> list[EvalReport]:
     console = console or Console()
     data = load_replay(data_dir)
-    store = TraceStore(traces)
     reports: list[EvalReport] = []
     with ReplayServerProcess(data_dir, "--seed", str(seed)) as server:
         console.print(f"replay server on {server.base_url}")
@@ -199,18 +196,16 @@ def run_demo(
                 if source not in data.models:
                     continue
                 reports.append(
-                    asyncio.run(
-                        demo_section(
-                            data,
-                            source,
-                            server.base_url,
-                            store,
-                            limit=limit,
-                            seed=seed,
-                            concurrency=concurrency,
-                            progress=progress,
-                            extra=extra if source == "split2" else (),
-                        )
+                    demo_section(
+                        data,
+                        source,
+                        server.base_url,
+                        traces,
+                        limit=limit,
+                        seed=seed,
+                        concurrency=concurrency,
+                        progress=progress,
+                        extra=extra if source == "split2" else (),
                     )
                 )
     for report in reports:
@@ -226,5 +221,4 @@ def run_demo(
         )
         out.write_text(text, encoding="utf-8")
         console.print(f"wrote {out}")
-    store.close()
     return reports

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from consortium.config import PoolConfig, load_pool
+from consortium.coord.base import Coordinator
 from consortium.coord.registry import SpecBuilder, build_coordinator
 from consortium.errors import ConfigError
 from consortium.evaluate import EvalReport, TaskResult, evaluate_on, stored_results, summaries_of
@@ -32,14 +33,19 @@ from consortium.tasks.registry import load_task_set
 Protocol = Literal["sampled", "routerdc"]
 
 
+Policy = str | Coordinator
+"""A `--policy` spec, or a coordinator built in this process (it runs with a local executor)."""
+
+
 @dataclass(frozen=True)
 class EvalConfig:
-    pool: Path
-    """Pool file (TOML)."""
-    tasks: str
-    """A `--tasks` spec, e.g. `replay:data=DIR:datasets=gsm8k:split=test:limit=100`."""
-    policies: tuple[str, ...] = ()
-    """`--policy` specs; none: every single model and random."""
+    pool: Path | PoolConfig
+    """Pool file (TOML), or a pool configuration built in code."""
+    tasks: str | TaskSet
+    """A `--tasks` spec, e.g. `replay:data=DIR:datasets=gsm8k:split=test:limit=100`, or a task
+    set built in code."""
+    policies: tuple[Policy, ...] = ()
+    """`--policy` specs or coordinators; none: every single model and random."""
     baselines: bool | None = None
     """Add every single model, random and the oracle; None: on for a trained policy folder, or
     when no policy is given."""
@@ -56,16 +62,29 @@ class EvalConfig:
     executor: str = "local"
     ray_address: str | None = None
     traces: str = DEFAULT_TRACES
+    kind: str = "eval"
+    """The run's kind in the trace store (what `--resume` looks for)."""
 
-    def chosen_policies(self, pool: PoolConfig) -> list[str]:
+    def chosen_policies(self, pool: PoolConfig) -> list[Policy]:
         chosen = list(self.policies)
         baselines = self.baselines
         if baselines is None:
-            baselines = not chosen or any(Path(p).is_dir() for p in chosen)
+            baselines = not chosen or any(isinstance(p, str) and Path(p).is_dir() for p in chosen)
         if baselines:
-            chosen += [f"single:{m}" for m in pool.names if f"single:{m}" not in chosen]
-            chosen += ["random"] if "random" not in chosen else []
+            names = {_name(p) for p in chosen}
+            chosen += [f"single:{m}" for m in pool.names if f"single:{m}" not in names]
+            chosen += ["random"] if "random" not in names else []
         return chosen
+
+    def pool_label(self, task_set: TaskSet) -> str:
+        """How reports name the pool: its file and what the tasks say of it."""
+        if isinstance(self.pool, PoolConfig):
+            return task_set.description
+        return f"{self.pool} ({task_set.description})"
+
+
+def _name(policy: Policy) -> str:
+    return policy if isinstance(policy, str) else policy.name
 
 
 @dataclass
@@ -112,21 +131,26 @@ def run_evaluation(config: EvalConfig, progress: Progress | None = None) -> Eval
     """Run `config`'s policies over its tasks, grade, summarise; every call and result goes to
     the trace store as it finishes. A failure marks the run `failed` (its finished results stay;
     `resume` continues it)."""
-    pool = load_pool(config.pool)
-    task_set = load_task_set(config.tasks)
+    pool = config.pool if isinstance(config.pool, PoolConfig) else load_pool(config.pool)
+    task_set = config.tasks if isinstance(config.tasks, TaskSet) else load_task_set(config.tasks)
     if config.protocol == "routerdc":
         from consortium.replay.protocol import require_recorded
 
         require_recorded(task_set.tasks)
     chosen = config.chosen_policies(pool)
-    coordinators = [build_coordinator(spec, pool, config.seed) for spec in chosen]
+    coordinators = [
+        build_coordinator(p, pool, config.seed) if isinstance(p, str) else p for p in chosen
+    ]
+    if config.executor != "local" and not all(isinstance(p, str) for p in chosen):
+        raise ConfigError("coordinators built in code run in this process: --executor local")
     executor = make_executor(config.executor, config.ray_address)
     if not executor.shares_process and config.max_cost is not None:
         raise ConfigError("--max-cost caps one process's spending; it needs --executor local")
     if not executor.shares_process and config.resume is not None:
         raise ConfigError("--resume runs with --executor local")
     store = TraceStore(config.traces)
-    settings = {"tasks": config.tasks, "policies": chosen}
+    tasks_label = config.tasks if isinstance(config.tasks, str) else task_set.description
+    settings = {"tasks": tasks_label, "policies": [_name(p) for p in chosen]}
     finished = _resumed(store, config, task_set, settings) if config.resume else {}
     limits = Limits(max_calls=config.task_max_calls, max_tokens=config.task_max_tokens)
     report_progress = progress or (lambda _description, _total: lambda _result: None)
@@ -144,8 +168,8 @@ def run_evaluation(config: EvalConfig, progress: Progress | None = None) -> Eval
             per_policy = await evaluate_on(
                 executor,
                 [
-                    (coordinator, SpecBuilder(spec, config.seed))
-                    for coordinator, spec in zip(coordinators, chosen, strict=True)
+                    (coordinator, SpecBuilder(_name(policy), config.seed))
+                    for coordinator, policy in zip(coordinators, chosen, strict=True)
                 ],
                 task_set.tasks,
                 task_set.grader,
@@ -158,9 +182,10 @@ def run_evaluation(config: EvalConfig, progress: Progress | None = None) -> Eval
             )
         return {c.name: results for c, results in zip(coordinators, per_policy, strict=True)}
 
-    with store.running("eval", pool=str(config.pool), config=settings, resume=config.resume) as run:
+    label = str(config.pool) if isinstance(config.pool, Path) else task_set.description
+    with store.running(config.kind, pool=label, config=settings, resume=config.resume) as run:
         per_policy = asyncio.run(measure(run.run_id))  # a failure leaves the run resumable
-        return _result(config, pool, task_set, per_policy, run.run_id)
+        return _result(config, pool, task_set, per_policy, run.run_id, tasks_label)
 
 
 def _resumed(
@@ -169,8 +194,10 @@ def _resumed(
     """The results an interrupted run of the same evaluation already stored."""
     assert config.resume is not None
     earlier = store.run(config.resume)
-    if earlier is None or earlier["kind"] != "eval":
-        raise ConfigError(f"--resume {config.resume}: no eval run with that id in {config.traces}")
+    if earlier is None or earlier["kind"] != config.kind:
+        raise ConfigError(
+            f"--resume {config.resume}: no {config.kind} run with that id in {config.traces}"
+        )
     if json.loads(earlier["config"] or "{}") != settings:
         raise ConfigError(
             f"--resume {config.resume}: that run evaluated other tasks or policies "
@@ -185,6 +212,7 @@ def _result(
     task_set: TaskSet,
     per_policy: dict[str, list[TaskResult]],
     run_id: str,
+    tasks_label: str,
 ) -> EvalResult:
     # The routerdc table carries its own oracle, from the recorded outcomes.
     summaries = summaries_of(per_policy, with_oracle=config.protocol == "sampled")
@@ -195,8 +223,8 @@ def _result(
     groups = {name: group for name, group in groups.items() if group}
     groups["all"] = datasets
     report = EvalReport(
-        pool=f"{config.pool} ({task_set.description})",
-        tasks=config.tasks,
+        pool=config.pool_label(task_set),
+        tasks=tasks_label,
         datasets=datasets,
         summaries=summaries,
         groups=groups,
