@@ -15,7 +15,6 @@ The models are tiny: the figures show real behaviour and cost on this machine, n
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import math
 import signal
@@ -32,9 +31,7 @@ from consortium.coord.registry import build_coordinator
 from consortium.coord.trinity.encoder import SentenceEncoder, StandardizedEncoder, Standardizer
 from consortium.coord.trinity.head import ROLES
 from consortium.coord.trinity.policy import HeadSetup, default_encoder, save_policy
-from consortium.evaluate import run_policy
-from consortium.pool import Pool
-from consortium.runtime.caller import Caller
+from consortium.evaluation import EvalConfig, run_evaluation
 from consortium.runtime.store import TraceStore
 from consortium.smallmodels.files import GEMMA3, SMOLLM2
 from consortium.smallmodels.llamacpp import LlamaCppServers, ServerSettings
@@ -82,22 +79,32 @@ def untrained_trinity(directory: Path, models: list[str], seed: int) -> Path:
     return directory
 
 
-async def evaluate(
+def evaluate(
     task_sets: dict[str, TaskSet], policies: list[str], pool: LlamaCppServers, traces: Path
 ) -> tuple[list[Row], dict[str, int]]:
+    """Each policy on each task set: one `run_evaluation` each (timed), traced in `traces`."""
     config = pool.pool()
-    store = TraceStore(f"sqlite:///{traces}")
-    caller = Caller(Pool(config), store, store.start_run("real-report", pool=POOL_NAME))
     rows: list[Row] = []
+    run_ids: list[str] = []
     for label, task_set in task_sets.items():
         for spec in policies:
             coordinator = build_coordinator(spec, config)
             name = "trinity (untrained, 3 roles)" if Path(spec).is_dir() else spec
             coordinator.name = name
             started = time.perf_counter()
-            results = await run_policy(
-                coordinator, task_set.tasks, task_set.grader, caller, concurrency=2
+            evaluated = run_evaluation(
+                EvalConfig(
+                    config,
+                    task_set,
+                    (coordinator,),
+                    baselines=False,
+                    concurrency=2,
+                    traces=f"sqlite:///{traces}",
+                    kind="real-report",
+                )
             )
+            results = evaluated.per_policy[name]
+            run_ids.append(evaluated.run_id)
             fallbacks = sum(
                 r.outcome is not None
                 and r.outcome.workflow is not None
@@ -120,19 +127,20 @@ async def evaluate(
                 )
             )
             print(f"{label:12} {name:34} {rows[-1].correct}/{rows[-1].n}", flush=True)
+    store = TraceStore(f"sqlite:///{traces}")
     verdicts = [
         find_verdict(call["response"] or "")
-        for call in store.iter_calls(caller.run_id)
+        for run_id in run_ids
+        for call in store.iter_calls(run_id)
         if call["role"] == "verifier" and call["error"] is None
     ]
+    store.close()
     counts = {
         "verifier_calls": len(verdicts),
         "parsed": sum(v is not None for v in verdicts),
         "accept": verdicts.count("ACCEPT"),
         "revise": verdicts.count("REVISE"),
     }
-    await caller.pool.aclose()
-    store.close()
     return rows, counts
 
 
@@ -245,7 +253,7 @@ def main() -> None:
         ]
         settings = ServerSettings(max_tokens=args.max_tokens)
         with LlamaCppServers(work / "servers", settings=settings) as servers:
-            rows, counts = asyncio.run(evaluate(task_sets, policies, servers, traces))
+            rows, counts = evaluate(task_sets, policies, servers, traces)
     out.mkdir(parents=True, exist_ok=True)
     command = "python scripts/real_report.py " + " ".join(sys.argv[1:])
     text = markdown(rows, counts, command, started)
