@@ -7,7 +7,8 @@ stays light):
 - calls: `Caller` (budget, cache, trace for every call), `TraceStore`;
 - policies: `Coordinator` (the protocol), `Outcome`, `build_coordinator` (a `--policy` spec);
 - tasks: `Task`, `Grade`, `Grader`, `load_task_set` (a `--tasks` spec);
-- evaluation: `evaluate_policies`;
+- the three jobs as calls: `run_evaluation(EvalConfig)`, `run_evolve(EvolveRequest)`,
+  `run_trinity_training(TrinityRequest)`; one level down, `evaluate_policies`;
 - errors: `ConsortiumError` and its tree (`consortium.errors`).
 """
 
@@ -32,12 +33,15 @@ if TYPE_CHECKING:
     from consortium.coord.base import Coordinator, Outcome
     from consortium.coord.registry import build_coordinator
     from consortium.evaluate import evaluate_policies
+    from consortium.evaluation import EvalConfig, run_evaluation
+    from consortium.evolve.session import EvolveRequest, run_evolve
     from consortium.pool import Pool
     from consortium.pool.base import Agent
     from consortium.runtime.caller import Caller
     from consortium.runtime.store import TraceStore
     from consortium.tasks.base import Grade, Grader, Task
     from consortium.tasks.registry import load_task_set
+    from consortium.train.session import TrinityRequest, run_trinity_training
 
 __version__ = "0.1.0"
 
@@ -55,6 +59,12 @@ _LAZY = {
     "Grader": "consortium.tasks.base",
     "load_task_set": "consortium.tasks.registry",
     "evaluate_policies": "consortium.evaluate",
+    "EvalConfig": "consortium.evaluation",
+    "run_evaluation": "consortium.evaluation",
+    "EvolveRequest": "consortium.evolve.session",
+    "run_evolve": "consortium.evolve.session",
+    "TrinityRequest": "consortium.train.session",
+    "run_trinity_training": "consortium.train.session",
 }
 
 
@@ -74,6 +84,8 @@ __all__ = [
     "ConsortiumError",
     "Coordinator",
     "CoordinatorError",
+    "EvalConfig",
+    "EvolveRequest",
     "Grade",
     "Grader",
     "Message",
@@ -82,6 +94,7 @@ __all__ = [
     "Task",
     "TaskSpecError",
     "TraceStore",
+    "TrinityRequest",
     "UnknownModelError",
     "Usage",
     "__version__",
@@ -89,4 +102,7 @@ __all__ = [
     "evaluate_policies",
     "load_pool",
     "load_task_set",
+    "run_evaluation",
+    "run_evolve",
+    "run_trinity_training",
 ]
