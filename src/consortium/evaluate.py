@@ -311,10 +311,8 @@ async def evaluate_policies(
     on_done: Callable[[TaskResult], None] | None = None,
     deadline: float | None = None,
     finished: Mapping[str, Sequence[TaskResult]] | None = None,
-    collect: dict[str, list[TaskResult]] | None = None,
 ) -> list[PolicySummary]:
-    """`run_policies`, summarised; then the oracle over the single-model policies. `collect`,
-    when given, receives each policy's results in task order."""
+    """`run_policies`, summarised; then the oracle over the single-model policies."""
     results = await run_policies(
         coordinators,
         tasks,
@@ -327,8 +325,6 @@ async def evaluate_policies(
         finished=finished,
     )
     per_policy = {c.name: r for c, r in zip(coordinators, results, strict=True)}
-    if collect is not None:
-        collect.update(per_policy)
     return summaries_of(per_policy, with_oracle=with_oracle)
 
 

@@ -126,33 +126,35 @@ def as_transformers_dir(model: str, out_dir: Path) -> str:
     """`model` as something `from_pretrained` loads: a pinned model's name (e.g. `smollm2-135m`)
     or a `.gguf` path becomes an ordinary directory (float32 weights and tokenizer) in `out_dir`,
     linked from the dequantized cache; anything else is returned as is."""
+    digest = None
     if model in MODELS:
-        path = locate(MODELS[model], out_dir.parent / "gguf")
+        path = locate(MODELS[model], out_dir.parent / "gguf")  # checked against its sha256
+        digest = MODELS[model].sha256
     elif model.endswith(".gguf"):
         path = Path(model)
     else:
         return model
     if not (out_dir / "config.json").is_file():
-        _link_tree(dequantized(path), out_dir)
+        _link_tree(dequantized(path, digest), out_dir)
     return str(out_dir)
 
 
-def load_gguf(path: Path) -> tuple[Any, Any]:
+def load_gguf(path: Path, sha256: str | None = None) -> tuple[Any, Any]:
     """(model, tokenizer) of a GGUF file, dequantized to float32 by transformers (once: later
-    loads read the cached directory)."""
+    loads read the cached directory). `sha256`: the file's digest, when already checked."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    folder = dequantized(path)
+    folder = dequantized(path, sha256)
     quiet_transformers()
     return AutoModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
 
 
-def dequantized(path: Path) -> Path:
-    """The cached transformers directory of the GGUF file at `path` (keyed by its sha256),
-    written on first use."""
+def dequantized(path: Path, sha256: str | None = None) -> Path:
+    """The cached transformers directory of the GGUF file at `path` (keyed by its sha256, hashed
+    here unless the caller has just checked it), written on first use."""
     if not path.is_file():
         raise ConfigError(f"no GGUF file at {path}")
-    folder = cache_root() / "dequantized" / sha256_of(path)[:16]
+    folder = cache_root() / "dequantized" / (sha256 or sha256_of(path))[:16]
     if (folder / "config.json").is_file():
         return folder
     model, tokenizer = _read_gguf(path)

@@ -141,7 +141,7 @@ class CausalLMEncoder:
         """A GGUF file (dequantized to float32 by transformers), checked against `sha256`."""
         if sha256 is not None:
             check_file(path, sha256)
-        model, tokenizer = load_gguf(path)
+        model, tokenizer = load_gguf(path, sha256)
         return cls(model, tokenizer, name=name, **kwargs)
 
     def _prompt(self, text: str) -> str:
