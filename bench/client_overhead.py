@@ -16,11 +16,11 @@ import time
 
 import openai
 
+from consortium.core.types import Message, user
 from consortium.pool.openai import OpenAIAgent
 from consortium.replay.data import load_replay
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
-from consortium.types import Message, user
 
 
 async def drive(call: object, prompts: list[list[Message]], concurrency: int) -> float:

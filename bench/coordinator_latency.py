@@ -20,11 +20,11 @@ import numpy as np
 
 from consortium.coord.trinity.encoder import SentenceEncoder
 from consortium.coord.trinity.head import LinearHead
+from consortium.core.types import user
 from consortium.pool.openai import OpenAIAgent
 from consortium.replay.data import load_replay
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
-from consortium.types import user
 
 
 def percentile(values: list[float], q: float) -> float:

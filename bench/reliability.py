@@ -36,10 +36,10 @@ from typing import Any
 
 import httpx
 
-from consortium.config import dump_pool
 from consortium.coord.baselines import SingleModel
-from consortium.evaluate import TaskResult, run_policy
+from consortium.evaluation.runner import TaskResult, run_policy
 from consortium.pool import Pool
+from consortium.pool.config import dump_pool
 from consortium.replay.data import load_replay
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool

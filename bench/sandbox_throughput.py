@@ -19,7 +19,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from consortium.sandbox import Sandbox
+from consortium.sandbox.runner import Sandbox
 from consortium.tasks.code import humaneval_program
 from consortium.tasks.loaders import build_tasks, read_rows
 

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import httpx
 
-from consortium.config import dump_pool
-from consortium.launch import ChildServer
+from consortium.pool.config import dump_pool
 from consortium.replay.data import load_replay
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool, short_name
+from consortium.runtime.launch import ChildServer
 
 
 def timed_stream(base_url: str, model: str, question: str) -> tuple[float, float]:

@@ -30,11 +30,11 @@ from pathlib import Path
 
 import httpx
 
-from consortium.config import dump_pool
-from consortium.launch import ChildServer
+from consortium.pool.config import dump_pool
 from consortium.replay.data import load_replay
 from consortium.replay.launch import ReplayServerProcess, free_port
 from consortium.replay.pool import replay_pool, short_name
+from consortium.runtime.launch import ChildServer
 from load_driver import Measured, measure
 
 

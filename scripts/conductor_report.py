@@ -31,6 +31,7 @@ from consortium.train.conductor_stages import (
 )
 from consortium.train.grpo import GRPOSettings
 from consortium.train.workflow_sft import WarmStartSettings
+from made_by import made_by
 
 POOL_NAME = "llama.cpp server, SmolLM2-135M-Instruct (Q4_1) + Gemma 3 270M (Q4_K_M), 1 thread each"
 
@@ -173,10 +174,12 @@ def main() -> None:
     summary["warm_start_loss"] = losses
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    command = "python scripts/conductor_report.py " + " ".join(sys.argv[1:])
+    command = made_by("conductor_report.py", sys.argv[1:])
     text = markdown(summary, losses, command)
     (out / "conductor-smollm2.md").write_text(text)
-    (out / "conductor-smollm2.json").write_text(json.dumps(summary, indent=2))
+    # The work folder is the machine's own (a temporary one by default): its paths read WORK/….
+    summary_json = json.dumps(summary, indent=2).replace(str(work.resolve()), "WORK")
+    (out / "conductor-smollm2.json").write_text(summary_json.replace(str(work), "WORK"))
     print(text)
 
 

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from consortium.config import dump_pool
+from consortium.pool.config import dump_pool
 from consortium.replay.data import load_replay
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool

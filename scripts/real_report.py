@@ -26,17 +26,18 @@ from pathlib import Path
 
 import numpy as np
 
-from consortium.answers import find_verdict
 from consortium.coord.registry import build_coordinator
 from consortium.coord.trinity.encoder import SentenceEncoder, StandardizedEncoder, Standardizer
 from consortium.coord.trinity.head import ROLES
 from consortium.coord.trinity.policy import HeadSetup, default_encoder, save_policy
-from consortium.evaluation import EvalConfig, run_evaluation
+from consortium.core.answers import find_verdict
+from consortium.evaluation.entry import EvalConfig, run_evaluation
 from consortium.runtime.store import TraceStore
 from consortium.smallmodels.files import GEMMA3, SMOLLM2
 from consortium.smallmodels.llamacpp import LlamaCppServers, ServerSettings
 from consortium.tasks.base import TaskSet
 from consortium.tasks.registry import load_task_set
+from made_by import made_by
 
 POOL_NAME = "llama.cpp server, SmolLM2-135M-Instruct (Q4_1) + Gemma 3 270M (Q4_K_M), 1 thread each"
 
@@ -255,7 +256,7 @@ def main() -> None:
         with LlamaCppServers(work / "servers", settings=settings) as servers:
             rows, counts = evaluate(task_sets, policies, servers, traces)
     out.mkdir(parents=True, exist_ok=True)
-    command = "python scripts/real_report.py " + " ".join(sys.argv[1:])
+    command = made_by("real_report.py", sys.argv[1:])
     text = markdown(rows, counts, command, started)
     (out / "real-lms.md").write_text(text)
     (out / "real-lms.json").write_text(

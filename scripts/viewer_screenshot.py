@@ -21,11 +21,11 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
-from consortium.config import dump_pool
-from consortium.launch import ChildServer
+from consortium.pool.config import dump_pool
 from consortium.replay.data import load_replay
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
+from consortium.runtime.launch import ChildServer
 
 
 def main() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from consortium.config import PoolConfig
+from consortium.pool.config import PoolConfig
 from consortium.replay.data import ReplayData, load_replay
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 import consortium
-from consortium.config import PoolConfig, dump_pool, parse_pool
 from consortium.coord.conductor.workflow import WorkflowError, parse_workflow
-from consortium.errors import (
+from consortium.core.errors import (
     AgentError,
     BudgetExceeded,
     ConfigError,
@@ -22,6 +21,7 @@ from consortium.errors import (
     TaskSpecError,
     UnknownModelError,
 )
+from consortium.pool.config import PoolConfig, dump_pool, parse_pool
 from consortium.runtime.store import TraceStore
 
 
@@ -64,7 +64,7 @@ def test_a_policy_the_pool_cannot_satisfy_is_a_coordinator_error() -> None:
 def test_run_evaluation_is_the_library_call_eval_makes(
     split2_workers: PoolConfig, replay_dir: Path, tmp_path: Path
 ) -> None:
-    from consortium.evaluation import EvalConfig, run_evaluation
+    from consortium.evaluation.entry import EvalConfig, run_evaluation
 
     pool = tmp_path / "pool.toml"
     pool.write_text(dump_pool(split2_workers))
@@ -103,7 +103,7 @@ def test_run_evaluation_takes_objects_built_in_code(
     """A pool configuration, a task set and coordinators built in code (not files and specs):
     evaluated in this process, named by the task set; a remote executor is refused."""
     from consortium.coord.baselines import SingleModel
-    from consortium.evaluation import EvalConfig, run_evaluation
+    from consortium.evaluation.entry import EvalConfig, run_evaluation
     from consortium.tasks.registry import load_task_set
 
     task_set = load_task_set(f"replay:data={replay_dir}:datasets=gsm8k:split=test:limit=4")

@@ -6,15 +6,15 @@ from pathlib import Path
 import pytest
 
 from consortium.coord.baselines import SingleModel
-from consortium.errors import BudgetExceeded
-from consortium.evaluate import run_policy
+from consortium.core.errors import BudgetExceeded
+from consortium.core.types import user
+from consortium.evaluation.runner import run_policy
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.tasks import ReplayGrader, load_replay_tasks
 from consortium.runtime.budget import Budget, Limits
 from consortium.runtime.cache import ResponseCache
 from consortium.runtime.store import TraceStore
-from consortium.types import user
 from tests.helpers import replay_caller
 
 

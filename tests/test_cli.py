@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from consortium.config import dump_pool
+from consortium.pool.config import dump_pool
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess, free_port
 from consortium.replay.pool import replay_pool

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from consortium.config import parse_pool
 from consortium.coord.conductor.executor import WorkflowExecutor
 from consortium.coord.conductor.policy import ConductorCoordinator
 from consortium.coord.conductor.templates import TEMPLATES, WorkflowCoordinator, template
 from consortium.coord.conductor.workflow import WorkflowModelError, WorkflowSyntaxError, build
-from consortium.errors import AgentError, BudgetExceeded
+from consortium.core.errors import AgentError, BudgetExceeded
 from consortium.pool import Pool
+from consortium.pool.config import parse_pool
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
@@ -140,7 +140,7 @@ async def test_a_failing_step_fails_the_workflow_with_its_error(
 async def test_baseline_templates_run_through_the_executor_and_grade(
     replay_data: ReplayData, replay_server: ReplayServerProcess, tmp_path: Path
 ) -> None:
-    from consortium.evaluate import evaluate_policies
+    from consortium.evaluation.runner import evaluate_policies
 
     caller, _store = new_caller(replay_data, replay_server.base_url, tmp_path)
     names = caller.pool.names

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from consortium.config import dump_pool
+from consortium.pool.config import dump_pool
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from consortium.config import PoolConfig
 from consortium.coord.conductor.workflow import parse_workflow
+from consortium.pool.config import PoolConfig
 from consortium.replay.data import ReplayData
 from consortium.replay.tasks import ReplayGrader, load_replay_tasks
 from consortium.train.conductor_stages import (
@@ -115,7 +115,7 @@ def test_staged_training_measures_each_stage_and_resumes(
 def test_train_conductor_command_reports_each_stage(
     workers: PoolConfig, replay_dir: Path, tmp_path: Path
 ) -> None:
-    from consortium.config import dump_pool
+    from consortium.pool.config import dump_pool
     from tests.test_cli import cli
 
     pool = tmp_path / "pool.toml"

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from consortium.config import dump_pool, load_pool, parse_pool
-from consortium.errors import ConfigError, UnknownModelError
+from consortium.core.errors import ConfigError, UnknownModelError
+from consortium.pool.config import dump_pool, load_pool, parse_pool
 
 GOOD = """
 [[models]]

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from consortium.demo import demo_workflows, run_demo
-from consortium.evaluate import ORACLE
+from consortium.evaluation.runner import ORACLE
 from consortium.replay.data import load_replay
+from consortium.replay.demo import demo_workflows, run_demo
 from consortium.runtime.store import TraceStore
 
 SPLIT2_FILES = {

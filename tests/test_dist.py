@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from consortium.coord.registry import SpecBuilder, build_coordinator
-from consortium.evaluate import evaluate_on, evaluate_policies
+from consortium.evaluation.runner import evaluate_on, evaluate_policies
 from consortium.evolve.loop import EvolveConfig, EvolveInputs, EvolveLoop
 from consortium.evolve.proposals import ClusterSpecialists, Escalation
 from consortium.evolve.state import EvolveState
@@ -202,7 +202,7 @@ def test_grpo_rewards_on_ray_equal_local(
 def test_eval_command_with_ray(
     replay_server: ReplayServerProcess, replay_data: ReplayData, replay_dir: Path, tmp_path: Path
 ) -> None:
-    from consortium.config import dump_pool
+    from consortium.pool.config import dump_pool
     from tests.test_cli import cli
 
     pool = tmp_path / "pool.toml"

@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from consortium.answers import agree, final_answer
-from consortium.config import PoolConfig, dump_pool
 from consortium.coord.base import Coordinator, Outcome
 from consortium.coord.registry import build_coordinator
-from consortium.evaluate import run_policy
+from consortium.core.answers import agree, final_answer
+from consortium.core.types import user
+from consortium.evaluation.runner import run_policy
 from consortium.evolve.guards import GuardConfig, Measured, judge
 from consortium.evolve.library import StrategyLibrary
 from consortium.evolve.loop import EvolveConfig, EvolveInputs, EvolveLoop, split_tasks
@@ -40,6 +40,7 @@ from consortium.evolve.report import pareto_front, write_report
 from consortium.evolve.state import EvolveState
 from consortium.evolve.strategies import Plan, Strategy, StrategyCoordinator
 from consortium.pool import Pool
+from consortium.pool.config import PoolConfig, dump_pool
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
@@ -47,7 +48,6 @@ from consortium.replay.tasks import ReplayGrader, load_replay_tasks
 from consortium.runtime.caller import Caller, TaskCaller
 from consortium.runtime.store import TraceStore
 from consortium.tasks.base import Task
-from consortium.types import user
 from tests.test_cli import cli, one_line_error
 
 MODELS = [

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from consortium.errors import AgentError
+from consortium.core.errors import AgentError
+from consortium.core.types import Completion, user
 from consortium.pool.openai import OpenAIAgent
 from consortium.replay.behaviour import replay_answer
 from consortium.replay.data import ReplayData, ReplayRecord
 from consortium.replay.launch import ReplayServerProcess, free_port
 from consortium.replay.pool import replay_pool
-from consortium.types import Completion, user
 
 MODEL = "cognitivecomputations/dolphin-2.9-llama3-8b"
 
@@ -148,10 +148,10 @@ async def test_the_circuit_opens_after_failures_in_a_row(replay_data: ReplayData
 async def test_a_failing_model_falls_back_and_the_trace_says_so(
     replay_server: ReplayServerProcess, replay_data: ReplayData, tmp_path: Path
 ) -> None:
-    from consortium.config import parse_pool
     from consortium.coord.baselines import SingleModel
-    from consortium.evaluate import run_policy
+    from consortium.evaluation.runner import run_policy
     from consortium.pool import Pool
+    from consortium.pool.config import parse_pool
     from consortium.replay.tasks import ReplayGrader, load_replay_tasks
     from consortium.runtime.caller import Caller
     from consortium.runtime.store import TraceStore
@@ -189,8 +189,8 @@ async def test_a_failing_model_falls_back_and_the_trace_says_so(
 
 
 async def test_fallbacks_never_loop(replay_data: ReplayData) -> None:
-    from consortium.config import parse_pool
     from consortium.pool import Pool
+    from consortium.pool.config import parse_pool
     from consortium.runtime.caller import Caller
 
     entries = [
@@ -207,8 +207,8 @@ async def test_fallbacks_never_loop(replay_data: ReplayData) -> None:
 
 
 def test_a_fallback_must_be_in_the_pool() -> None:
-    from consortium.config import parse_pool
-    from consortium.errors import ConfigError
+    from consortium.core.errors import ConfigError
+    from consortium.pool.config import parse_pool
 
     entry = {"name": "a", "base_url": "http://127.0.0.1:1/v1", "model": MODEL, "fallback": "z"}
     with pytest.raises(ConfigError, match="fallback 'z' is not a model of this pool"):
@@ -219,7 +219,7 @@ async def test_a_task_never_outlives_its_deadline(
     hanging_server: ReplayServerProcess, replay_data: ReplayData
 ) -> None:
     from consortium.coord.baselines import SingleModel
-    from consortium.evaluate import run_policy
+    from consortium.evaluation.runner import run_policy
     from consortium.pool import Pool
     from consortium.replay.tasks import ReplayGrader, load_replay_tasks
     from consortium.runtime.caller import Caller
@@ -270,7 +270,7 @@ async def test_a_call_sends_the_key_the_model_and_the_params_as_given(
 ) -> None:
     """What reaches the endpoint: the bearer key from the environment, the configured model id,
     the messages unchanged, and the call's parameters."""
-    from consortium.config import parse_pool
+    from consortium.pool.config import parse_pool
     from tests.scripted_server import scripted_server
 
     monkeypatch.setenv("CONSORTIUM_TEST_KEY", "sk-test-123")
@@ -329,8 +329,8 @@ async def test_a_fallback_never_continues_a_stream_another_model_began(
 ) -> None:
     """Fails before any text: the fallback answers and streams its own text. Fails after some
     text reached the listener: the error is raised, and no other model's text is appended."""
-    from consortium.config import parse_pool
     from consortium.pool import Pool
+    from consortium.pool.config import parse_pool
     from consortium.runtime.caller import Caller
 
     config = parse_pool(

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from consortium.errors import TaskSpecError
+from consortium.core.errors import TaskSpecError
 from consortium.tasks.base import Task
 from consortium.tasks.choice import ChoiceGrader, extract_choice
 from consortium.tasks.loaders import build_tasks, read_hf, read_rows

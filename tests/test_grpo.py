@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from consortium.config import PoolConfig, parse_pool
 from consortium.coord.conductor.policy import ConductorCoordinator
 from consortium.pool import Pool
+from consortium.pool.config import PoolConfig, parse_pool
 from consortium.replay.data import ReplayData
 from consortium.replay.pool import short_name
 from consortium.replay.tasks import ReplayGrader, load_replay_tasks

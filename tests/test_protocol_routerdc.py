@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from consortium.config import dump_pool, load_pool
-from consortium.evaluate import stored_results
+from consortium.evaluation.runner import stored_results
+from consortium.pool.config import dump_pool, load_pool
 from consortium.replay.data import ReplayData, _load_split2
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool

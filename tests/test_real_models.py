@@ -21,18 +21,18 @@ import numpy as np
 import openai
 import pytest
 
-from consortium.answers import find_verdict
-from consortium.config import PoolConfig, load_pool, parse_pool
 from consortium.coord.conductor.policy import ConductorCoordinator
 from consortium.coord.conductor.templates import WorkflowCoordinator, template
 from consortium.coord.conductor.workflow import Workflow
 from consortium.coord.trinity.head import ROLES, LinearHead
 from consortium.coord.trinity.protocol import TrinityCoordinator
-from consortium.errors import AgentError, ConfigError, ConsortiumError
-from consortium.evaluate import run_policy
-from consortium.launch import ChildServer
+from consortium.core.answers import find_verdict
+from consortium.core.errors import AgentError, ConfigError, ConsortiumError
+from consortium.evaluation.runner import run_policy
 from consortium.pool import Pool
+from consortium.pool.config import PoolConfig, load_pool, parse_pool
 from consortium.runtime.caller import Caller
+from consortium.runtime.launch import ChildServer
 from consortium.runtime.store import TraceStore
 from consortium.smallmodels.files import GEMMA3, SMOLLM2, locate
 from consortium.smallmodels.llamacpp import LlamaCppServers, ServerSettings, parse_models

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from consortium.errors import ConfigError
+from consortium.core.errors import ConfigError
 from consortium.replay.behaviour import replay_answer
 from consortium.replay.data import ReplayData, load_replay
 from consortium.replay.tasks import ReplayGrader, load_replay_tasks, task_from_record

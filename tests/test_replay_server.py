@@ -8,13 +8,13 @@ import httpx
 import openai
 import pytest
 
-from consortium.errors import AgentError
+from consortium.core.errors import AgentError
+from consortium.core.types import user
 from consortium.pool.openai import OpenAIAgent
 from consortium.replay.behaviour import replay_answer
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
-from consortium.types import user
 
 MODEL = "meta-math/MetaMath-Mistral-7B"
 

@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from consortium.config import dump_pool
 from consortium.coord.trinity.encoder import (
     SMOLLM2_NAME,
     CachedEncoder,
@@ -27,7 +26,8 @@ from consortium.coord.trinity.encoder import (
     smollm2_encoder,
 )
 from consortium.coord.trinity.policy import HeadSetup, load_policy, save_policy
-from consortium.errors import ConfigError
+from consortium.core.errors import ConfigError
+from consortium.pool.config import dump_pool
 from consortium.replay.data import ReplayData
 from consortium.replay.pool import replay_pool
 from consortium.smallmodels.files import SMOLLM2, cache_root

@@ -7,13 +7,14 @@ import os
 import shutil
 import socket
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from itertools import combinations
 from pathlib import Path
 
 import pytest
 
-from consortium.sandbox import Sandbox, SandboxLimits
-from consortium.sandbox_uids import FIRST_SANDBOX_UID, SANDBOX_UID_SLOTS, UidPool
+from consortium.sandbox.runner import Sandbox, SandboxLimits
+from consortium.sandbox.uids import FIRST_SANDBOX_UID, SANDBOX_UID_SLOTS, UidPool
 from consortium.tasks.code import CodeGrader, pass_at_k
 from consortium.tasks.loaders import build_tasks, read_rows
 from tests.helpers import benchmarks_dir
@@ -114,8 +115,19 @@ def test_fork_bomb_is_contained(sandbox: Sandbox) -> None:
 
 
 def test_memory_bomb_is_stopped(sandbox: Sandbox) -> None:
-    result = sandbox.run_python("x = []\nwhile True:\n    x.append(bytearray(64 << 20))\n")
+    # Only the memory limit can be reached: the CPU and wall limits are far beyond what filling
+    # 256 MiB costs on a loaded machine (with the suite's 1 s CPU limit, page faults under load
+    # used to reach the CPU limit first).
+    roomy = Sandbox(
+        replace(LIMITS, cpu_seconds=60, wall_seconds=120, memory_bytes=256 << 20),
+        isolation=sandbox.isolation,
+    )
+    roomy._prlimit = sandbox._prlimit
+    code = "x = []\nwhile True:\n    x.append(bytearray(16 << 20))\n"
+    result = roomy.run_python(code)
     assert result.limit_hit == "memory"
+    assert "MemoryError" in result.stderr
+    assert result.duration < 60  # stopped by the memory limit, long before the others
 
 
 def test_infinite_loop_is_stopped(sandbox: Sandbox) -> None:

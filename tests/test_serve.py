@@ -12,11 +12,11 @@ import httpx
 import openai
 import pytest
 
-from consortium.config import dump_pool
-from consortium.launch import ChildServer
+from consortium.pool.config import dump_pool
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
+from consortium.runtime.launch import ChildServer
 from consortium.runtime.store import TraceStore
 from tests.test_cli import cli, one_line_error
 
@@ -210,7 +210,7 @@ def test_huge_and_undecodable_requests_get_clear_errors(
 
 
 def test_every_request_field_is_honoured_or_refused_by_name(tmp_path: Path) -> None:
-    from consortium.config import parse_pool
+    from consortium.pool.config import parse_pool
     from tests.scripted_server import scripted_server
 
     with scripted_server({"echo": lambda messages: "The answer is 4."}) as upstream:

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from consortium.config import dump_pool
+from consortium.core.types import user
+from consortium.pool.config import dump_pool
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
 from consortium.runtime.store import CallRecord, TraceStore
-from consortium.types import user
 
 
 def test_calls_round_trip(tmp_path: Path) -> None:

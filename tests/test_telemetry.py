@@ -12,8 +12,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from consortium.coord.baselines import SingleModel
-from consortium.errors import AgentError
-from consortium.evaluate import run_policy
+from consortium.core.errors import AgentError
+from consortium.core.types import user
+from consortium.evaluation.runner import run_policy
 from consortium.pool import Pool
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
@@ -22,7 +23,6 @@ from consortium.replay.tasks import ReplayGrader, load_replay_tasks
 from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
 from consortium.runtime.telemetry import Telemetry
-from consortium.types import user
 
 
 def telemetry(capture_content: bool) -> tuple[Telemetry, InMemorySpanExporter]:

@@ -10,8 +10,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from consortium.answers import parse_verdict
-from consortium.config import parse_pool
 from consortium.coord.trinity.encoder import (
     CachedEncoder,
     CausalLMEncoder,
@@ -21,7 +19,10 @@ from consortium.coord.trinity.encoder import (
 from consortium.coord.trinity.head import ROLES, LinearHead
 from consortium.coord.trinity.policy import HeadSetup
 from consortium.coord.trinity.protocol import TrinityCoordinator
+from consortium.core.answers import parse_verdict
+from consortium.core.types import Completion, Message, Usage
 from consortium.pool import Pool
+from consortium.pool.config import parse_pool
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool, short_name
@@ -31,7 +32,6 @@ from consortium.runtime.store import TraceStore
 from consortium.tasks.base import Task
 from consortium.train.online import train_online
 from consortium.train.settings import TrainConfig
-from consortium.types import Completion, Message, Usage
 
 
 def test_head_shapes_and_parameter_count() -> None:

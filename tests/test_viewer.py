@@ -16,7 +16,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from consortium.coord.registry import build_coordinator
-from consortium.evaluate import run_policy
+from consortium.evaluation.runner import run_policy
 from consortium.pool import Pool
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess, free_port
@@ -24,7 +24,7 @@ from consortium.replay.pool import replay_pool
 from consortium.replay.tasks import ReplayGrader, load_replay_tasks
 from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
-from consortium.viewer import TraceViewer
+from consortium.viewer.app import TraceViewer
 from tests.scripted_server import app_in_thread
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
@@ -137,7 +137,7 @@ async def test_viewer_pages_long_runs_and_answers_404_for_unknown_ones(
 
 
 def test_routing_plot_keeps_every_legend_entry() -> None:
-    from consortium.viewer import _routing_png
+    from consortium.viewer.app import _routing_png
 
     def size(pairs: int) -> tuple[int, int]:
         routing = {d: {f"model-{p} · worker": p + 1 for p in range(pairs)} for d in ("a", "b")}

@@ -9,7 +9,7 @@ stays light):
 - tasks: `Task`, `Grade`, `Grader`, `load_task_set` (a `--tasks` spec);
 - the three jobs as calls: `run_evaluation(EvalConfig)`, `run_evolve(EvolveRequest)`,
   `run_trinity_training(TrinityRequest)`; one level down, `evaluate_policies`;
-- errors: `ConsortiumError` and its tree (`consortium.errors`).
+- errors: `ConsortiumError` and its tree (`consortium.core.errors`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from consortium.errors import (
+from consortium.core.errors import (
     AgentError,
     BudgetExceeded,
     ConfigError,
@@ -26,17 +26,17 @@ from consortium.errors import (
     TaskSpecError,
     UnknownModelError,
 )
-from consortium.types import Completion, Message, Usage
+from consortium.core.types import Completion, Message, Usage
 
 if TYPE_CHECKING:
-    from consortium.config import load_pool
     from consortium.coord.base import Coordinator, Outcome
     from consortium.coord.registry import build_coordinator
-    from consortium.evaluate import evaluate_policies
-    from consortium.evaluation import EvalConfig, run_evaluation
+    from consortium.evaluation.entry import EvalConfig, run_evaluation
+    from consortium.evaluation.runner import evaluate_policies
     from consortium.evolve.session import EvolveRequest, run_evolve
     from consortium.pool import Pool
     from consortium.pool.base import Agent
+    from consortium.pool.config import load_pool
     from consortium.runtime.caller import Caller
     from consortium.runtime.store import TraceStore
     from consortium.tasks.base import Grade, Grader, Task
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _LAZY = {
-    "load_pool": "consortium.config",
+    "load_pool": "consortium.pool.config",
     "Pool": "consortium.pool",
     "Agent": "consortium.pool.base",
     "Caller": "consortium.runtime.caller",
@@ -58,9 +58,9 @@ _LAZY = {
     "Grade": "consortium.tasks.base",
     "Grader": "consortium.tasks.base",
     "load_task_set": "consortium.tasks.registry",
-    "evaluate_policies": "consortium.evaluate",
-    "EvalConfig": "consortium.evaluation",
-    "run_evaluation": "consortium.evaluation",
+    "evaluate_policies": "consortium.evaluation.runner",
+    "EvalConfig": "consortium.evaluation.entry",
+    "run_evaluation": "consortium.evaluation.entry",
     "EvolveRequest": "consortium.evolve.session",
     "run_evolve": "consortium.evolve.session",
     "TrinityRequest": "consortium.train.session",

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from consortium.config import load_pool
-from consortium.errors import ConsortiumError
+from consortium.core.errors import ConsortiumError
+from consortium.pool.config import load_pool
 from consortium.runtime.telemetry import Telemetry
 
 if TYPE_CHECKING:

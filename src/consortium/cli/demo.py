@@ -42,7 +42,7 @@ def demo(
     """The main job on the replay pool: the TRINITY coordinator, the baselines as workflows,
     every single model, a random router and the per-question-best oracle on the recorded test
     splits."""
-    from consortium.demo import run_demo
+    from consortium.replay.demo import run_demo
 
     run_demo(
         data,

@@ -88,9 +88,9 @@ def evaluate(
     model and the per-question-best oracle, with in-distribution (ID) and out-of-distribution (OOD)
     means for the replay datasets.
     """
-    from consortium.evaluation import EvalConfig, run_evaluation
-    from consortium.progress import task_progress
-    from consortium.report import plot_report, to_json, to_rich
+    from consortium.core.progress import task_progress
+    from consortium.evaluation.entry import EvalConfig, run_evaluation
+    from consortium.evaluation.tables import plot_report, to_json, to_rich
 
     config = EvalConfig(
         pool=pool,

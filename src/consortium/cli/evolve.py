@@ -15,7 +15,7 @@ from consortium.cli.options import (
     RayAddressOption,
     TracesOption,
 )
-from consortium.errors import ConsortiumError
+from consortium.core.errors import ConsortiumError
 
 if TYPE_CHECKING:
     from consortium.evolve.state import RoundSummary

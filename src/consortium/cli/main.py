@@ -16,7 +16,7 @@ from consortium.cli import train_trinity, train_conductor, train_compare  # noqa
 
 # isort: on
 from consortium.cli.app import app, err_console
-from consortium.errors import ConsortiumError
+from consortium.core.errors import ConsortiumError
 
 
 def _reflow(text: str) -> str:

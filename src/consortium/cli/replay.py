@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from consortium.cli.app import err_console, replay_app
-from consortium.config import dump_pool
-from consortium.errors import ConsortiumError
+from consortium.core.errors import ConsortiumError
+from consortium.pool.config import dump_pool
 
 
 @replay_app.command("serve")

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from consortium.config import PoolConfig, load_pool
-from consortium.errors import ConsortiumError
+from consortium.core.errors import ConsortiumError
+from consortium.pool.config import PoolConfig, load_pool
 from consortium.runtime.telemetry import Telemetry
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def serve(
     from consortium.runtime.budget import Limits
     from consortium.runtime.caller import Caller
     from consortium.runtime.store import TraceStore
-    from consortium.serve import LOOPBACK, EnsembleServer
+    from consortium.serve.server import LOOPBACK, EnsembleServer
 
     token = os.environ.get(token_env) or None
     if token is None and host not in LOOPBACK:

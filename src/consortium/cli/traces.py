@@ -16,7 +16,7 @@ from consortium.cli.options import (
     DEFAULT_TRACES,
     TracesOption,
 )
-from consortium.errors import ConsortiumError
+from consortium.core.errors import ConsortiumError
 
 if TYPE_CHECKING:
     from consortium.runtime.store import TraceStore
@@ -37,7 +37,7 @@ def traces_view(
     import uvicorn
 
     from consortium.runtime.store import TraceStore
-    from consortium.viewer import TraceViewer
+    from consortium.viewer.app import TraceViewer
 
     viewer = TraceViewer(TraceStore(traces))
     err_console.print(f"trace viewer on http://{host}:{port}/ ({traces})")

@@ -18,7 +18,7 @@ from consortium.cli.options import (
     PopsizeOption,
     SigmaOption,
 )
-from consortium.config import load_pool
+from consortium.pool.config import load_pool
 from consortium.train.settings import COMPARISON
 
 

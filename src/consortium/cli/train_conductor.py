@@ -12,7 +12,7 @@ from consortium.cli.options import (
     ExecutorOption,
     RayAddressOption,
 )
-from consortium.config import load_pool
+from consortium.pool.config import load_pool
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -87,7 +87,7 @@ def train_conductor(
     Then add the conductor to a pool (backend = "local", model = "OUT/model") and run
     `consortium eval --policy conductor:NAME`.
     """
-    from consortium.progress import task_progress
+    from consortium.core.progress import task_progress
     from consortium.runtime.dist import make_executor
     from consortium.tasks.registry import load_task_set
     from consortium.train.conductor_stages import StagedSettings, train_conductor_in_stages

@@ -18,8 +18,8 @@ from consortium.cli.options import (
     RayAddressOption,
     SigmaOption,
 )
-from consortium.config import load_pool
-from consortium.errors import ConsortiumError
+from consortium.core.errors import ConsortiumError
+from consortium.pool.config import load_pool
 from consortium.train.settings import RecordedConfig, RouterTraining, TrainConfig
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def train_trinity(
         --tasks replay:data=../shared/data/routerdc:split=train:\\
       datasets=mmlu,gsm8k,cmmlu,arc_challenge,humaneval
     """
-    from consortium.progress import task_progress
+    from consortium.core.progress import task_progress
     from consortium.train.fit import FitState
     from consortium.train.session import TrinityRequest, run_trinity_training
 
@@ -211,7 +211,7 @@ def train_router(
       split=train:datasets=mmlu,gsm8k,cmmlu,arc_challenge,humaneval
     """
     from consortium.coord.trinity.policy import default_encoder
-    from consortium.progress import task_progress
+    from consortium.core.progress import task_progress
     from consortium.tasks.registry import load_task_set
     from consortium.train.fit import FitState
     from consortium.train.recorded import OPTIMIZERS

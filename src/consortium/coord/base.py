@@ -10,7 +10,7 @@ from consortium.tasks.base import Task
 
 if TYPE_CHECKING:
     from consortium.coord.conductor.executor import WorkflowRun
-    from consortium.coord.trinity.protocol import TurnRecord
+    from consortium.coord.trinity.turns import TurnRecord
 
 
 @dataclass(frozen=True)

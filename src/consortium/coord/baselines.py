@@ -5,10 +5,10 @@ from __future__ import annotations
 import random
 
 from consortium.coord.base import Outcome
-from consortium.errors import CoordinatorError
+from consortium.core.errors import CoordinatorError
+from consortium.core.types import user
 from consortium.runtime.caller import TaskCaller
 from consortium.tasks.base import Task
-from consortium.types import user
 
 
 class SingleModel:

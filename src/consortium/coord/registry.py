@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from consortium.config import PoolConfig
 from consortium.coord.base import Coordinator
-from consortium.errors import ConsortiumError, CoordinatorError
+from consortium.core.errors import ConsortiumError, CoordinatorError
+from consortium.pool.config import PoolConfig
 
 POLICY_SPECS = (
     "single:NAME, random, conductor:NAME[:workers=a,b:recursion=1], "

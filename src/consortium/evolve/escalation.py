@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from consortium.answers import agree
-from consortium.evaluate import TaskResult
+from consortium.core.answers import agree
+from consortium.evaluation.runner import TaskResult
 from consortium.evolve.measure import accuracy, by_cluster
 from consortium.evolve.proposal import (
     Proposal,

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from consortium.coord.base import Coordinator
-from consortium.evaluate import TaskResult, evaluate_on
+from consortium.evaluation.runner import TaskResult, evaluate_on
 from consortium.evolve.guards import Measured
 from consortium.evolve.library import ClusterRecord
 from consortium.evolve.state import ClusterCollaboration

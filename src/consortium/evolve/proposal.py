@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from consortium.evaluate import TaskResult
+from consortium.evaluation.runner import TaskResult
 from consortium.evolve.measure import Evaluator
 from consortium.evolve.strategies import Plan, Strategy
 from consortium.tasks.base import Task

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from consortium.report import markdown_table, percent
+from consortium.evaluation.tables import markdown_table, percent
 
 if TYPE_CHECKING:
     from consortium.evolve.state import EvolveState, FinalComparison, RoundSummary

@@ -11,15 +11,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from consortium.config import load_pool
 from consortium.coord.registry import build_coordinator
-from consortium.errors import ConfigError
+from consortium.core.errors import ConfigError
 from consortium.evolve.loop import EvolveConfig, EvolveInputs, EvolveLoop, split_tasks
 from consortium.evolve.proposals import PROPOSERS, ProposerSettings
 from consortium.evolve.report import write_report
 from consortium.evolve.state import EvolveState, RoundSummary
 from consortium.evolve.strategies import Plan, Strategy
 from consortium.pool import Pool
+from consortium.pool.config import load_pool
 from consortium.runtime.dist import make_executor
 from consortium.runtime.store import DEFAULT_TRACES, TraceStore
 from consortium.runtime.telemetry import Telemetry

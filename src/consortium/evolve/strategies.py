@@ -15,10 +15,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from consortium.answers import agree
-from consortium.config import PoolConfig
 from consortium.coord.base import Coordinator, Outcome
-from consortium.errors import CoordinatorError
+from consortium.core.answers import agree
+from consortium.core.errors import CoordinatorError
+from consortium.pool.config import PoolConfig
 from consortium.runtime.caller import TaskCaller
 from consortium.tasks.base import Task
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from consortium.config import ModelConfig, PoolConfig
-from consortium.errors import UnknownModelError
+from consortium.core.errors import UnknownModelError
 from consortium.pool.base import Agent
+from consortium.pool.config import ModelConfig, PoolConfig
 from consortium.pool.openai import OpenAIAgent
 
 

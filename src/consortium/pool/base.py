@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from consortium.types import Completion, Message
+from consortium.core.types import Completion, Message
 
 
 @runtime_checkable

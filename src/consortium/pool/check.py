@@ -9,8 +9,8 @@ from pathlib import Path
 
 import openai
 
-from consortium.config import ModelConfig, PoolConfig, load_pool
-from consortium.errors import ConfigError, ConsortiumError
+from consortium.core.errors import ConfigError, ConsortiumError
+from consortium.pool.config import ModelConfig, PoolConfig, load_pool
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from consortium.config import ModelConfig
-from consortium.errors import AgentError, ConfigError
-from consortium.quiet import quiet_transformers
-from consortium.types import Completion, Message, Usage
+from consortium.core.errors import AgentError, ConfigError
+from consortium.core.quiet import quiet_transformers
+from consortium.core.types import Completion, Message, Usage
+from consortium.pool.config import ModelConfig
 
 
 def prompt_text(tokenizer: Any, messages: Sequence[Message]) -> str:

@@ -18,11 +18,11 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion
 
-from consortium.config import ModelConfig
-from consortium.errors import AgentError
+from consortium.core.errors import AgentError
+from consortium.core.tokens import estimate_tokens
+from consortium.core.types import Completion, Message, Usage
 from consortium.pool.breaker import CircuitBreaker
-from consortium.tokens import estimate_tokens
-from consortium.types import Completion, Message, Usage
+from consortium.pool.config import ModelConfig
 
 
 class _BrokenResponse(Exception):

@@ -19,8 +19,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Literal
 
-from consortium.answers import ANSWER_PREFIX
-from consortium.draws import uniform
+from consortium.core.answers import ANSWER_PREFIX
+from consortium.core.draws import uniform
 from consortium.replay.data import ReplayRecord, reference_token
 
 Coupling = Literal["shared", "independent"]

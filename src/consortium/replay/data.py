@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from consortium.errors import ConfigError
+from consortium.core.errors import ConfigError
 
 Source = Literal["split2", "routerbench"]
 SOURCES: tuple[Source, ...] = ("split2", "routerbench")

@@ -1,23 +1,14 @@
-"""The recorded outcomes a replay task carries (each recorded model's probability of a right
-answer) and what they predict a model, or the per-question best, scores."""
+"""What the recorded outcomes a replay task carries predict a model, or the per-question best,
+scores."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
 
-from consortium.evaluate import ORACLE
+from consortium.evaluation.runner import ORACLE
 from consortium.tasks.base import Task
-
-P_CORRECT = "p_correct"
-"""The `Task.meta` key of the recorded outcomes: {recorded model id: probability of a right answer}
-(the fraction of correct samples, or 1/0 for multiple choice)."""
-
-
-def recorded_outcomes(task: Task) -> dict[str, float] | None:
-    """The task's recorded outcomes; None for a task that carries none (not from a replay set)."""
-    recorded = task.meta.get(P_CORRECT)
-    return recorded if isinstance(recorded, dict) else None
+from consortium.tasks.recorded import P_CORRECT
 
 
 def recorded_expectation(tasks: Sequence[Task]) -> dict[str, dict[str, float]]:

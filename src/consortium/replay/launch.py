@@ -6,7 +6,7 @@ from pathlib import Path
 
 import httpx
 
-from consortium.launch import ChildServer, free_port
+from consortium.runtime.launch import ChildServer, free_port
 
 __all__ = ["ReplayServerProcess", "free_port"]
 

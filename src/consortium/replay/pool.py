@@ -6,7 +6,7 @@ the RouterBench API models at their late-2023 public list prices (USD per millio
 
 from __future__ import annotations
 
-from consortium.config import ModelConfig, PoolConfig, parse_pool
+from consortium.pool.config import ModelConfig, PoolConfig, parse_pool
 from consortium.replay.data import ReplayData
 
 OPEN_MODEL_PRICE = (0.20, 0.20)

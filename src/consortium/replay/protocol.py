@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from consortium.errors import ConsortiumError
-from consortium.replay.expectation import recorded_outcomes
+from consortium.core.errors import ConsortiumError
+from consortium.evaluation.tables import markdown_table
 from consortium.replay.pool import short_name
 from consortium.replay.tasks import ID_DATASETS, OOD_DATASETS
-from consortium.report import markdown_table
 from consortium.tasks.base import Task
+from consortium.tasks.recorded import recorded_outcomes
 
 if TYPE_CHECKING:
-    from consortium.evaluate import TaskResult
+    from consortium.evaluation.runner import TaskResult
 
 Floats = NDArray[np.float64]
 Interval = tuple[float, float]

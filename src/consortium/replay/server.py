@@ -26,8 +26,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from consortium.draws import uniform
-from consortium.openai_format import (
+from consortium.core.draws import uniform
+from consortium.core.tokens import estimate_tokens
+from consortium.core.wire import (
     ChunkWriter,
     completion_body,
     content_text,
@@ -35,7 +36,6 @@ from consortium.openai_format import (
 )
 from consortium.replay.behaviour import Coupling, replay_answer
 from consortium.replay.data import ReplayData, ReplayRecord
-from consortium.tokens import estimate_tokens
 
 PREFIX_LEN = 32
 

@@ -8,8 +8,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from consortium.answers import stated
-from consortium.errors import TaskSpecError
+from consortium.core.answers import stated
+from consortium.core.errors import TaskSpecError
 from consortium.replay.behaviour import ANSWER_TOKEN
 from consortium.replay.data import (
     SOURCES,
@@ -19,8 +19,8 @@ from consortium.replay.data import (
     load_replay,
     reference_token,
 )
-from consortium.replay.expectation import P_CORRECT
 from consortium.tasks.base import Grade, Task, TaskSet
+from consortium.tasks.recorded import P_CORRECT
 from consortium.tasks.spec import TaskSpec
 
 REPLAY_DATA_ENV = "CONSORTIUM_REPLAY_DATA"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from consortium.errors import BudgetExceeded
+from consortium.core.errors import BudgetExceeded
 
 
 @dataclass(frozen=True)

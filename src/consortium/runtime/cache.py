@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from consortium.types import Completion, Message, Usage
+from consortium.core.types import Completion, Message, Usage
 
 
 def open_cache_db(path: str | Path, schema: str) -> sqlite3.Connection:

@@ -7,14 +7,14 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from consortium.errors import AgentError
+from consortium.core.errors import AgentError
+from consortium.core.tokens import estimate_tokens
+from consortium.core.types import Completion, Message
 from consortium.pool import Pool
 from consortium.runtime.budget import Budget, Limits
 from consortium.runtime.cache import ResponseCache, cache_key
 from consortium.runtime.store import CallRecord, TraceStore
 from consortium.runtime.telemetry import Telemetry
-from consortium.tokens import estimate_tokens
-from consortium.types import Completion, Message
 
 
 class Caller:

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from consortium.errors import ConfigError
+from consortium.core.errors import ConfigError
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")

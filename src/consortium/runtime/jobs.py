@@ -9,8 +9,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from consortium.config import PoolConfig
 from consortium.pool import Pool
+from consortium.pool.config import PoolConfig
 from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
 

@@ -36,8 +36,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Engine
 
-from consortium.errors import ConfigError
-from consortium.types import Message
+from consortium.core.errors import ConfigError
+from consortium.core.types import Message
 
 metadata = MetaData()
 

@@ -17,13 +17,13 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from consortium.errors import ConfigError
+from consortium.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
 
-    from consortium.config import ModelConfig
-    from consortium.types import Completion, Message
+    from consortium.core.types import Completion, Message
+    from consortium.pool.config import ModelConfig
 
 SCOPE = "consortium"
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from consortium.errors import ConfigError
-from consortium.quiet import quiet_transformers
+from consortium.core.errors import ConfigError
+from consortium.core.quiet import quiet_transformers
 
 INSTALL_HINT = "pip install 'consortium[local]' (see the README's 'Real local models')"
 

@@ -27,9 +27,9 @@ from typing import Self
 
 import httpx
 
-from consortium.config import ModelConfig, PoolConfig, dump_pool
-from consortium.errors import ConfigError, ConsortiumError
-from consortium.launch import free_port
+from consortium.core.errors import ConfigError, ConsortiumError
+from consortium.pool.config import ModelConfig, PoolConfig, dump_pool
+from consortium.runtime.launch import free_port
 from consortium.smallmodels.files import INSTALL_HINT, MODELS, GgufModel, locate
 
 STATE_FILE = "servers.json"

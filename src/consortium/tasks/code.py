@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from math import comb
 
-from consortium.sandbox import Sandbox
+from consortium.sandbox.runner import Sandbox
 from consortium.tasks.base import Grade, Task
 
 _FENCE = re.compile(r"```(?:python|py|Python)?[ \t]*\n(.*?)```", re.DOTALL)

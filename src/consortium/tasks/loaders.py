@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from consortium.errors import TaskSpecError
+from consortium.core.errors import TaskSpecError
 from consortium.tasks.base import Task
 
 Row = dict[str, Any]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from consortium import plugins
-from consortium.errors import TaskSpecError
+from consortium.core import plugins
+from consortium.core.errors import TaskSpecError
 from consortium.tasks.arithmetic import arithmetic_tasks
 from consortium.tasks.base import Grader, TaskSet
 from consortium.tasks.choice import ChoiceGrader

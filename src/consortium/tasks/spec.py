@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from consortium.errors import TaskSpecError
+from consortium.core.errors import TaskSpecError
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from consortium.errors import ConfigError
-from consortium.quiet import quiet_transformers
+from consortium.core.errors import ConfigError
+from consortium.core.quiet import quiet_transformers
 from consortium.smallmodels.files import as_transformers_dir
 
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from consortium.config import PoolConfig
 from consortium.coord.trinity.policy import HeadSetup
-from consortium.evaluate import run_policy, summarise
+from consortium.evaluation.runner import run_policy, summarise
 from consortium.pool import Pool
+from consortium.pool.config import PoolConfig
 from consortium.runtime.caller import Caller
 from consortium.tasks.base import TaskSet
 from consortium.train.optimizers import OPTIMIZERS, TITLES

@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from consortium.config import PoolConfig
-from consortium.errors import ConfigError
+from consortium.core.errors import ConfigError
+from consortium.pool.config import PoolConfig
 from consortium.runtime.dist import Executor, LocalExecutor
 from consortium.tasks.base import Grader, Task
 from consortium.train.base_models import load_tokenizer, resolve_base

@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from consortium.errors import ConfigError
+from consortium.core.errors import ConfigError
 from consortium.train.optimizers import Optimizer, Outcome
 from consortium.train.settings import Seeding
 

@@ -19,11 +19,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from consortium.config import PoolConfig
 from consortium.coord.conductor.prompt import conductor_messages
-from consortium.errors import ConfigError
+from consortium.core.errors import ConfigError
+from consortium.core.quiet import quiet_datasets, quiet_transformers
+from consortium.pool.config import PoolConfig
 from consortium.pool.local import prompt_text
-from consortium.quiet import quiet_datasets, quiet_transformers
 from consortium.runtime.dist import Executor, LocalExecutor
 from consortium.tasks.base import Grader, Task
 from consortium.train.base_models import load_tokenizer, resolve_base

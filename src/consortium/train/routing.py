@@ -14,9 +14,9 @@ import numpy as np
 
 from consortium.coord.trinity.encoder import CachedEncoder, StandardizedEncoder, Standardizer
 from consortium.coord.trinity.policy import HeadSetup, save_policy
-from consortium.errors import ConfigError
-from consortium.replay.expectation import recorded_outcomes
+from consortium.core.errors import ConfigError
 from consortium.tasks.base import Task
+from consortium.tasks.recorded import recorded_outcomes
 from consortium.train.fit import FitState
 from consortium.train.recorded import RoutingProblem, imitation, train_recorded
 from consortium.train.rollouts import write_curve

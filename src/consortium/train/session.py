@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 
-from consortium.config import PoolConfig, load_pool
 from consortium.coord.trinity.encoder import (
     CachedEncoder,
     SentenceEncoder,
@@ -19,8 +18,9 @@ from consortium.coord.trinity.encoder import (
     Standardizer,
 )
 from consortium.coord.trinity.policy import HeadSetup, default_encoder, save_policy
-from consortium.errors import ConfigError
+from consortium.core.errors import ConfigError
 from consortium.pool import Pool
+from consortium.pool.config import PoolConfig, load_pool
 from consortium.runtime.cache import ResponseCache
 from consortium.runtime.caller import Caller
 from consortium.runtime.dist import Executor, LocalExecutor, make_executor

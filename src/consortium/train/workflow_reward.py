@@ -11,11 +11,11 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from consortium.config import PoolConfig
 from consortium.coord.conductor.executor import WorkflowExecutor
 from consortium.coord.conductor.workflow import WorkflowError, parse_workflow
-from consortium.errors import AgentError, BudgetExceeded
+from consortium.core.errors import AgentError, BudgetExceeded
 from consortium.pool import Pool
+from consortium.pool.config import PoolConfig
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller
 from consortium.runtime.dist import Executor, LocalExecutor, Work, shards, split_like

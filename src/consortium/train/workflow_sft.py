@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from consortium.errors import ConfigError
-from consortium.quiet import quiet_datasets, quiet_transformers
+from consortium.core.errors import ConfigError
+from consortium.core.quiet import quiet_datasets, quiet_transformers
 from consortium.train.trainer_setup import device_args, step_logger
 
 ANSWER = "End with 'The answer is …'."

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from consortium.coord.conductor.workflow import WorkflowError, parse_workflow
-from consortium.errors import ConfigError
+from consortium.core.errors import ConfigError
+from consortium.core.quiet import quiet_transformers
 from consortium.pool.local import prompt_text
-from consortium.quiet import quiet_transformers
 
 
 @dataclass

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from consortium.coord.conductor.workflow import Step, Workflow
+from consortium.core.types import Message, user
 from consortium.runtime.caller import TaskCaller
-from consortium.types import Message, user
 
 
 @dataclass

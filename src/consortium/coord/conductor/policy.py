@@ -21,10 +21,10 @@ from consortium.coord.conductor.executor import (
 )
 from consortium.coord.conductor.prompt import conductor_messages
 from consortium.coord.conductor.workflow import Workflow, WorkflowError, parse_workflow
-from consortium.errors import CoordinatorError
+from consortium.core.errors import CoordinatorError
+from consortium.core.types import Message, user
 from consortium.runtime.caller import TaskCaller
 from consortium.tasks.base import Task
-from consortium.types import Message, user
 
 _EMPTY = Workflow(())
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from consortium.coord.conductor.executor import RecursionRequest
-from consortium.types import Message, system, user
+from consortium.core.types import Message, system, user
 
 EXAMPLES = (
     (

@@ -10,10 +10,10 @@
 
 from __future__ import annotations
 
-from consortium.config import PoolConfig
 from consortium.coord.conductor.policy import ConductorCoordinator
 from consortium.coord.conductor.templates import TEMPLATES, WorkflowCoordinator, template
-from consortium.errors import ConfigError
+from consortium.core.errors import ConfigError
+from consortium.pool.config import PoolConfig
 
 CONDUCTOR_KEYS = {"workers", "recursion", "max_depth", "max_calls", "max_steps", "fallback"}
 

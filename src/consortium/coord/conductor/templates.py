@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from consortium.coord.base import Outcome
 from consortium.coord.conductor.executor import WorkflowExecutor
 from consortium.coord.conductor.workflow import Access, Workflow, build
-from consortium.errors import CoordinatorError
+from consortium.core.errors import CoordinatorError
 from consortium.runtime.caller import TaskCaller
 from consortium.tasks.base import Task
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from consortium.errors import CoordinatorError
+from consortium.core.errors import CoordinatorError
 
 FIELDS = ("model_id", "subtasks", "access_list")
 MAX_LIST_CHARS = 200_000

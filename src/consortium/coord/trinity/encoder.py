@@ -25,8 +25,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from consortium.errors import ConfigError
-from consortium.quiet import quiet_transformers
+from consortium.core.errors import ConfigError
+from consortium.core.quiet import quiet_transformers
 from consortium.runtime.cache import open_cache_db
 from consortium.smallmodels.files import SMOLLM2, check_file, load_gguf, locate, sha256_of
 

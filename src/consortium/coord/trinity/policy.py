@@ -21,7 +21,7 @@ from consortium.coord.trinity.encoder import (
 )
 from consortium.coord.trinity.head import ROLES, LinearHead
 from consortium.coord.trinity.protocol import TrinityCoordinator
-from consortium.errors import ConfigError
+from consortium.core.errors import ConfigError
 
 
 @dataclass

@@ -9,18 +9,17 @@ Worker spoke), so graders always read an answer and never a verdict.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
-from consortium.answers import parse_verdict
 from consortium.coord.base import Outcome
 from consortium.coord.trinity.encoder import Encoder
 from consortium.coord.trinity.head import ROLES, LinearHead
-from consortium.errors import CoordinatorError
+from consortium.coord.trinity.turns import TurnRecord
+from consortium.core.answers import parse_verdict
+from consortium.core.errors import CoordinatorError
+from consortium.core.types import Message, system, user
 from consortium.runtime.caller import TaskCaller
 from consortium.tasks.base import Task
-from consortium.types import Message, system, user
 
 ROLE_PROMPTS = {
     "worker": (
@@ -40,19 +39,6 @@ ROLE_PROMPTS = {
         "'VERDICT: REVISE', then a one-paragraph diagnosis."
     ),
 }
-
-
-@dataclass
-class TurnRecord:
-    index: int
-    model: str
-    role: str
-    output: str
-    verdict: str | None
-    confidence: float
-    model_index: int
-    role_index: int
-    feature: np.ndarray = field(repr=False)
 
 
 def transcript_text(question: str, turns: list[TurnRecord]) -> str:

@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from consortium.errors import ConfigError
-from consortium.rlimits import ChildLimits, prlimit_command, processes_of, set_limits
-from consortium.sandbox_uids import UidPool
+from consortium.core.errors import ConfigError
+from consortium.sandbox.limits import ChildLimits, prlimit_command, processes_of, set_limits
+from consortium.sandbox.uids import UidPool
 
 Isolation = Literal["auto", "bwrap", "fallback"]
 
@@ -107,7 +107,7 @@ class Sandbox:
             raise ConfigError("bwrap is installed but cannot create namespaces here")
         self.isolation: str = "bwrap" if use_bwrap else "fallback"
         self._bwrap = bwrap
-        # Limits by prlimit(1) where installed (see consortium.rlimits).
+        # Limits by prlimit(1) where installed (see consortium.sandbox.limits).
         self._prlimit = shutil.which("prlimit")
         self._root = os.geteuid() == 0
         self._uids = UidPool()

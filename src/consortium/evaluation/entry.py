@@ -15,13 +15,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from consortium.config import PoolConfig, load_pool
 from consortium.coord.base import Coordinator
 from consortium.coord.registry import SpecBuilder, build_coordinator
-from consortium.errors import ConfigError
-from consortium.evaluate import EvalReport, TaskResult, evaluate_on, stored_results, summaries_of
+from consortium.core.errors import ConfigError
+from consortium.evaluation.runner import (
+    EvalReport,
+    TaskResult,
+    evaluate_on,
+    stored_results,
+    summaries_of,
+)
+from consortium.evaluation.tables import to_json, to_markdown
 from consortium.pool import Pool
-from consortium.report import to_json, to_markdown
+from consortium.pool.config import PoolConfig, load_pool
 from consortium.runtime.budget import Budget, Limits
 from consortium.runtime.caller import Caller
 from consortium.runtime.dist import make_executor

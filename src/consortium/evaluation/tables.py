@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Group
 from rich.table import Table
 
-from consortium.evaluate import ORACLE, EvalReport, PolicySummary
+from consortium.evaluation.runner import ORACLE, EvalReport, PolicySummary
 
 
 def percent(value: float | None) -> str:

@@ -15,15 +15,15 @@ from consortium.coord.base import Coordinator
 from consortium.coord.baselines import RandomRouter, SingleModel
 from consortium.coord.conductor.templates import WorkflowCoordinator, template
 from consortium.coord.trinity.policy import default_encoder, load_policy
-from consortium.evaluate import ORACLE, EvalReport, TaskResult
-from consortium.evaluation import EvalConfig, run_evaluation
-from consortium.progress import task_progress
+from consortium.core.progress import task_progress
+from consortium.evaluation.entry import EvalConfig, run_evaluation
+from consortium.evaluation.runner import ORACLE, EvalReport, TaskResult
+from consortium.evaluation.tables import to_markdown, to_rich
 from consortium.replay.data import ReplayData, Source, load_replay
 from consortium.replay.expectation import recorded_expectation
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool, short_name
 from consortium.replay.tasks import ID_DATASETS, OOD_DATASETS, ReplayGrader, load_replay_tasks
-from consortium.report import to_markdown, to_rich
 from consortium.tasks.base import TaskSet
 from consortium.tasks.registry import load_task_set
 from consortium.train.session import fit_setup, train_trinity

@@ -24,8 +24,8 @@ from starlette.routing import Route
 
 from consortium.coord.base import Coordinator
 from consortium.coord.conductor.workflow import WorkflowError
-from consortium.errors import AgentError, BudgetExceeded
-from consortium.openai_format import (
+from consortium.core.errors import AgentError, BudgetExceeded
+from consortium.core.wire import (
     ChunkWriter,
     completion_body,
     content_text,
@@ -34,7 +34,7 @@ from consortium.openai_format import (
 )
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller, TaskCaller
-from consortium.serve_params import RequestFieldError, request_options
+from consortium.serve.params import RequestFieldError, request_options
 from consortium.tasks.base import Task
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")

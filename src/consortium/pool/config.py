@@ -28,7 +28,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, model_validator
 
-from consortium.errors import ConfigError, UnknownModelError
+from consortium.core.errors import ConfigError, UnknownModelError
 
 
 class ModelConfig(BaseModel):

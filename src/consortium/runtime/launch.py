@@ -15,7 +15,7 @@ from typing import Self
 
 import httpx
 
-from consortium.errors import ConsortiumError
+from consortium.core.errors import ConsortiumError
 
 
 def free_port() -> int:

@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from consortium.config import PoolConfig
 from consortium.coord.base import Coordinator, Outcome
 from consortium.coord.conductor.workflow import WorkflowError
-from consortium.errors import AgentError, BudgetExceeded
+from consortium.core.errors import AgentError, BudgetExceeded
+from consortium.pool.config import PoolConfig
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller
 from consortium.runtime.dist import Executor, Work, shards, split_like

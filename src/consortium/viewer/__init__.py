@@ -1,0 +1,1 @@
+"""`consortium traces view`: web pages over the trace store."""
