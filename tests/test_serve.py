@@ -312,8 +312,11 @@ def test_a_single_model_policy_streams_tokens_as_the_model_makes_them(
     assert "".join(piece for _, piece in arrivals) == text
     tokens = -(-len(text) // 4)
     assert tokens >= 10 and len(arrivals) == tokens  # one event per upstream token
-    # The first token arrives long before the answer is complete.
-    assert arrivals[0][0] < 0.5 * total and total >= per_token * (tokens - 1)
+    # Tokens arrive as the upstream makes them, not at once when the answer is complete: the
+    # first and the last arrive at least half the upstream's pacing apart (a buffered answer
+    # arrives in one burst, microseconds apart; scheduling delays may bunch a few tokens).
+    assert arrivals[-1][0] - arrivals[0][0] >= 0.5 * per_token * (tokens - 1)
+    assert total >= per_token * (tokens - 1)
     extra = last.model_extra if last is not None else None
     assert extra is not None and extra["consortium"]["calls"] == 1
     assert last is not None and last.usage is not None and last.usage.completion_tokens == tokens
