@@ -106,6 +106,7 @@ def test_run_page_shows_each_policys_choices(
         assert cells[-3].text == "3.00"  # calls per task
         assert float(cells[-1].text) > 0  # $ per task
     assert "prompt +" in driver.find_element(By.ID, "selected-summary").text
+    assert " alone: " in driver.find_element(By.ID, "versus").text
     assert colours(driver.find_element(By.CSS_SELECTOR, "table.choices")) > 8
     vote = next(o.text for o in selector.options if o.text.startswith("workflow:vote"))
     selector.select_by_visible_text(vote)  # the form submits itself on change
@@ -116,6 +117,9 @@ def test_run_page_shows_each_policys_choices(
     # The judge is the first model and votes too: half of the vote's calls are its.
     titles = [s.get_attribute("title") or "" for s in shares]
     assert sum(": 50% " in t for t in titles) == 2  # one per dataset
+    judge = vote.removeprefix("workflow:vote:models=").split(",")[0]
+    versus = driver.find_element(By.ID, "versus").text
+    assert versus.startswith(f"It sends 50% of its calls to {judge}.")
     tasks = driver.find_elements(By.CSS_SELECTOR, "table.tasks a.task")
     assert len(tasks) == 2 * TASKS_PER_DATASET
     assert all("workflow%3Avote" in (a.get_attribute("href") or "") for a in tasks)

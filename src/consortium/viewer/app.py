@@ -39,8 +39,8 @@ class TraceViewer:
         )
 
     async def runs(self, request: Request) -> HTMLResponse:
-        runs = await asyncio.to_thread(self.store.list_runs)
-        return page("Consortium runs", runs_body(runs))
+        body = await asyncio.to_thread(runs_body, self.store.engine, self.memo)
+        return page("Consortium runs", body)
 
     def _unknown(self, run_id: str) -> HTMLResponse:
         return page("Unknown run", f"<p>No run {escape(run_id)} in this store.</p>", 404)
@@ -73,7 +73,9 @@ class TraceViewer:
     async def task(self, request: Request) -> HTMLResponse:
         run_id, task_id = request.path_params["run_id"], request.path_params["task_id"]
         policy = request.query_params.get("policy")
-        body = await asyncio.to_thread(task_body, self.store.engine, run_id, task_id, policy)
+        body = await asyncio.to_thread(
+            lambda: task_body(self.store.engine, self.memo.of(run_id), task_id, policy)
+        )
         if body is None:
             message = f"<p>No calls or results of {escape(task_id)} in run {escape(run_id)}.</p>"
             return page("Unknown task", message, 404)

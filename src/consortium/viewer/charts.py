@@ -64,6 +64,28 @@ def _label(value: float, axis: str) -> str:
     return f"{value:.{digits}f}".rstrip("0").rstrip(".")
 
 
+CHAR_W, LINE_H = 6.2, 13.0
+"""Approximate size of an 11px sans-serif character, for placing labels apart."""
+Box = tuple[float, float, float, float]
+OFFSETS = ((8, -8), (8, 14), (-8, -8), (-8, 14), (8, -22), (8, 28), (-8, -22), (-8, 28))
+
+
+def _place(placed: list[Box], x: float, y: float, width: float) -> tuple[float, float]:
+    """Where a point's label goes (text start, baseline): beside the point, at the first of
+    `OFFSETS` (a negative dx puts it left of the point) that overlaps no label placed so far."""
+    choice = None
+    for dx, dy in OFFSETS:
+        left = x + dx if dx > 0 else x + dx - width
+        box = (left, y + dy - LINE_H + 3, left + width, y + dy + 3)
+        if not any(b[0] < box[2] and box[0] < b[2] and b[1] < box[3] and box[1] < b[3]
+                   for b in placed):  # fmt: skip
+            choice = box
+            break
+    box = choice or (x + 8, y - 8 - LINE_H + 3, x + 8 + width, y - 5)
+    placed.append(box)
+    return box[0], box[3] - 3
+
+
 def frontier_svg(found: Sequence[Point], axis: str) -> str:
     """Every policy as a point with its interval; single models as squares; the frontier line."""
     scale = Scale([p.x(axis) for p in found] or [1.0])
@@ -103,7 +125,8 @@ def frontier_svg(found: Sequence[Point], axis: str) -> str:
             f"<polyline class='frontier' points='{path}' fill='none' stroke='#17803d' "
             "stroke-width='2' stroke-dasharray='6 3'/>"
         )
-    for index, point in enumerate(sorted(found, key=lambda p: p.x(axis))):
+    placed: list[Box] = []
+    for point in sorted(found, key=lambda p: p.x(axis)):
         x, y = scale(point.x(axis)), _y(point.accuracy)
         low, high = _y(point.low), _y(point.high)
         colour = "#777" if point.single else "#c2410c"
@@ -134,9 +157,10 @@ def frontier_svg(found: Sequence[Point], axis: str) -> str:
             )
         name = point.policy.removeprefix("single:")
         name = name if len(name) <= 30 else name[:29] + "…"
-        shift = -8 if index % 2 else 14  # alternate above and below: neighbours overlap less
+        left, base = _place(placed, x, y, CHAR_W * len(name))
         parts.append(
-            f"<text x='{x + 8:.1f}' y='{y + shift:.1f}' fill='{colour}'>{escape(name)}</text>"
+            f"<text class='label' x='{left:.1f}' y='{base:.1f}' fill='{colour}'>{escape(name)}"
+            "</text>"
         )
     legend_x = WIDTH - RIGHT + 14
     parts.append(

@@ -37,6 +37,12 @@ class RunAggregates:
     def oracle(self) -> list[Choice]:
         return self._once(("oracle",), lambda: queries.oracle_choices(self.engine, self.run_id))
 
+    def totals(self) -> tuple[int, float]:
+        return self._once(("totals",), lambda: queries.run_totals(self.engine, self.run_id))
+
+    def models(self) -> list[str]:
+        return self._once(("models",), lambda: queries.run_models(self.engine, self.run_id))
+
     def choices(self, policy: str) -> list[Choice]:
         return self._once(
             ("choices", policy), lambda: queries.policy_choices(self.engine, self.run_id, policy)
@@ -51,7 +57,7 @@ class RunAggregates:
 class AggregateMemo:
     """The latest aggregates of the `size` runs viewed last."""
 
-    def __init__(self, engine: Engine, size: int = 8) -> None:
+    def __init__(self, engine: Engine, size: int = 64) -> None:
         self.engine = engine
         self.size = size
         self._runs: OrderedDict[tuple[Any, ...], RunAggregates] = OrderedDict()

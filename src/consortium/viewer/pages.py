@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
 from html import escape
 from typing import Any
 from urllib.parse import quote
@@ -14,29 +13,35 @@ from consortium.viewer import queries
 from consortium.viewer.charts import frontier_svg
 from consortium.viewer.frontier import axis_of, frontier, points
 from consortium.viewer.html import Palette, num, table
-from consortium.viewer.memo import RunAggregates
+from consortium.viewer.memo import AggregateMemo, RunAggregates
 from consortium.viewer.transcript import policy_section
 
 
-def runs_body(runs: Sequence[dict[str, Any]]) -> str:
-    rows = [
-        [
-            f"<a class='run' href='/runs/{quote(r['run_id'])}'>{escape(r['run_id'])}</a>",
-            escape(r["kind"]),
-            escape(r["status"]),
-            escape(r["pool"] or ""),
-            num(str(r["calls"])),
-            num(f"{r['cost']:.6f}"),
-        ]
-        for r in runs
-    ]
+def runs_body(engine: Engine, memo: AggregateMemo) -> str:
+    """Every run with its calls and cost (each run's totals kept until it changes)."""
+    rows = []
+    for run in queries.run_headers(engine):
+        calls, cost = memo.of(run["run_id"]).totals()
+        rows.append(
+            [
+                f"<a class='run' href='/runs/{quote(run['run_id'])}'>{escape(run['run_id'])}</a>",
+                escape(run["kind"]),
+                escape(run["status"]),
+                escape(run["pool"] or ""),
+                num(str(calls)),
+                num(f"{cost:.6f}"),
+            ]
+        )
     header = ["run", "kind", "status", "pool", "calls", "cost $"]
     return table(header, rows, "runs") if rows else "<p>No runs.</p>"
 
 
-def task_body(engine: Engine, run_id: str, task_id: str, policy: str | None) -> str | None:
+def task_body(
+    engine: Engine, aggregates: RunAggregates, task_id: str, policy: str | None
+) -> str | None:
     """Per policy (or the one asked for): grade, workflow, transcript; None when the task has
     neither calls nor results in the run."""
+    run_id = aggregates.run_id
     calls = queries.task_calls(engine, run_id, task_id)
     graded = queries.task_results(engine, run_id, task_id)
     by_policy: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -47,7 +52,7 @@ def task_body(engine: Engine, run_id: str, task_id: str, policy: str | None) -> 
     if not policies:
         return None
     shown = [policy] if policy is not None and policy in policies else policies
-    palette = Palette(sorted({c["model"] for c in calls}))
+    palette = Palette(aggregates.models())
     base = f"/runs/{quote(run_id)}/tasks/{quote(task_id)}"
     links = " · ".join(
         f"<a class='task-policy' href='{base}?policy={quote(p)}'>{escape(p)}</a>" for p in policies

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Integer, and_, cast, func, select
 from sqlalchemy.engine import Engine
 
-from consortium.runtime.store import calls, results
+from consortium.runtime.store import calls, results, runs
 
 SINGLE = "single:"
 _AFTER_SINGLE = "single;"  # the first string after every "single:…": a range the index can use
@@ -139,6 +139,35 @@ def oracle_choices(engine: Engine, run_id: str) -> list[Choice]:
         if missing > 0:
             found.append(Choice(dataset, UNSOLVED, "worker", missing))
     return found
+
+
+def run_headers(engine: Engine) -> list[dict[str, Any]]:
+    """Every run's header, the latest first."""
+    with engine.connect() as db:
+        rows = db.execute(select(runs).order_by(runs.c.started_at.desc()))
+        return [dict(row._mapping) for row in rows]
+
+
+def run_totals(engine: Engine, run_id: str) -> tuple[int, float]:
+    """A run's calls and their cost."""
+    query = select(func.count(), func.coalesce(func.sum(calls.c.cost), 0.0)).where(
+        calls.c.run_id == run_id
+    )
+    with engine.connect() as db:
+        row = db.execute(query).one()
+    return int(row[0]), float(row[1])
+
+
+def run_models(engine: Engine, run_id: str) -> list[str]:
+    """The models a run called, in the order of their first call (the pages' colour order)."""
+    query = (
+        select(calls.c.model)
+        .where(calls.c.run_id == run_id)
+        .group_by(calls.c.model)
+        .order_by(func.min(calls.c.id))
+    )
+    with engine.connect() as db:
+        return [row[0] for row in db.execute(query)]
 
 
 def task_page_results(

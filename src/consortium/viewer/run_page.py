@@ -46,6 +46,37 @@ def _parts(choices: Sequence[Choice], dataset: str) -> list[tuple[str, str, int]
     return [(c.model, c.role, c.count) for c in choices if c.dataset == dataset]
 
 
+def _totals(stats: Sequence[DatasetStats], policy: str) -> tuple[float, float, int]:
+    """A policy's mean accuracy over its datasets, its $ per task and its tasks."""
+    rows = [s for s in stats if s.policy == policy and s.tasks]
+    tasks = sum(r.tasks for r in rows)
+    if not rows:
+        return 0.0, 0.0, 0
+    return sum(r.accuracy for r in rows) / len(rows), sum(r.cost for r in rows) / tasks, tasks
+
+
+def versus_its_favourite(
+    stats: Sequence[DatasetStats], selected: str, choices: Sequence[Choice]
+) -> str:
+    """The policy beside the model it calls most, run alone in the same run (when it was)."""
+    calls: dict[str, int] = defaultdict(int)
+    for choice in choices:
+        calls[choice.model] += choice.count
+    if not calls or selected.startswith(SINGLE):
+        return ""
+    favourite = max(calls, key=lambda m: calls[m])
+    alone = SINGLE + favourite
+    if not any(s.policy == alone for s in stats):
+        return ""
+    share = 100 * calls[favourite] / sum(calls.values())
+    mine, theirs = _totals(stats, selected), _totals(stats, alone)
+    return (
+        f"<p id='versus'>It sends {share:.0f}% of its calls to <b>{escape(favourite)}</b>. "
+        f"{escape(selected)}: {100 * mine[0]:.1f}% at ${mine[1]:.6f} per task; "
+        f"{escape(favourite)} alone: {100 * theirs[0]:.1f}% at ${theirs[1]:.6f} per task.</p>"
+    )
+
+
 def _selector(base: str, policies: Sequence[str], selected: str) -> str:
     options = "".join(
         f"<option value='{escape(p)}'{' selected' if p == selected else ''}>{escape(p)}</option>"
@@ -170,8 +201,7 @@ def run_body(
         return head + "<p>No task results in this run yet.</p>"
     choices = aggregates.choices(selected)
     oracle = aggregates.oracle()
-    singles = [p.removeprefix(SINGLE) for p in policies if p.startswith(SINGLE)]
-    palette = Palette([*singles, *sorted({c.model for c in choices})])
+    palette = Palette(aggregates.models())
     prompt, completion = aggregates.tokens(selected)
     first = (page_number - 1) * per_page
     rows, total = queries.task_page_results(engine, run_id, selected, first, per_page)
@@ -187,6 +217,7 @@ def run_body(
         + f"<p id='selected-summary'><b>{escape(selected)}</b>: "
         f"{prompt / tasks:,.0f} prompt + {completion / tasks:,.0f} completion tokens per task"
         " (a role prompt shows up as prompt tokens)</p>"
+        + versus_its_favourite(stats, selected, choices)
         + palette.legend()
         + _choices_table(stats, selected, choices, oracle, palette)
         + f"<h2>Tasks of {escape(selected)} ({total})</h2>"
