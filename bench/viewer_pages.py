@@ -2,7 +2,7 @@
 1,000 calls in the same store and the same process (the ratio is the figure: the machine is shared
 and noisy).
 
-    python bench/viewer_pages.py --calls 100000 --small 1000 --repeat 5
+    python bench/viewer_pages.py --calls 100000 --small 1000 --repeat 21
 
 Pool: none. The trace rows are SYNTHETIC, generated here and declared as such: 5 datasets, 8
 "single" models with made-up prices and accuracies, and per task 8 single-model calls, a random
@@ -11,7 +11,7 @@ and a judge, with access lists in their prompts) and a Conductor-shaped policy (
 3 workers): 20 calls and 12 results per task. Only the rows' shape matters to the pages' queries.
 Each page is fetched through Starlette's TestClient (in process: the server's time, no network):
 the first fetch (a run's aggregates computed) and the median of `--repeat` more (aggregates kept
-while the run's rows are unchanged).
+while the run's rows are unchanged), the two runs' pages fetched in turn.
 """
 
 from __future__ import annotations
@@ -130,26 +130,30 @@ def pages(run: str, tasks: int) -> dict[str, str]:
     }
 
 
-def timed(client: TestClient, path: str, repeat: int) -> tuple[float, float]:
-    """The first fetch (aggregates computed) and the median of `repeat` more (aggregates kept,
-    as long as the run's rows do not change)."""
+def once(client: TestClient, path: str) -> float:
     start = time.perf_counter()
     response = client.get(path)
-    first = time.perf_counter() - start
     assert response.status_code == 200, (path, response.status_code)
-    times = []
+    return time.perf_counter() - start
+
+
+def timed(client: TestClient, paths: list[str], repeat: int) -> list[tuple[float, float]]:
+    """Per path: its first fetch (a run's aggregates computed) and the median of `repeat` more
+    (aggregates kept while the run's rows do not change), the paths fetched in turn so that the
+    machine's load falls on all of them alike."""
+    first = [once(client, path) for path in paths]
+    again: list[list[float]] = [[] for _ in paths]
     for _ in range(repeat):
-        start = time.perf_counter()
-        client.get(path)
-        times.append(time.perf_counter() - start)
-    return first, statistics.median(times)
+        for index, path in enumerate(paths):
+            again[index].append(once(client, path))
+    return [(f, statistics.median(a)) for f, a in zip(first, again, strict=True)]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=100_000)
     parser.add_argument("--small", type=int, default=1_000)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=21)
     parser.add_argument("--store", help="sqlite file to write (default: a temporary one)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
@@ -180,13 +184,12 @@ def main() -> None:
             large_pages = pages(large, args.calls // CALLS_PER_TASK)
             for name in small_pages:
                 if name == "runs list":  # one page for both runs: its times, once
-                    first, again = timed(client, "/", args.repeat)
+                    ((first, again),) = timed(client, ["/"], args.repeat)
                     print(
                         f"| runs list (both runs) | | {1000 * first:.0f} / {1000 * again:.0f} | |"
                     )
                     continue
-                a = timed(client, small_pages[name], args.repeat)
-                b = timed(client, large_pages[name], args.repeat)
+                a, b = timed(client, [small_pages[name], large_pages[name]], args.repeat)
                 print(
                     f"| {name} | {1000 * a[0]:.0f} / {1000 * a[1]:.0f} | "
                     f"{1000 * b[0]:.0f} / {1000 * b[1]:.0f} | {b[1] / a[1]:.1f} |"

@@ -79,7 +79,7 @@ def main() -> None:
             task = f"{run}/tasks/{quote(task_id)}?policy="
             try:
                 photograph(driver, run, out / "viewer-run.png", 980)
-                photograph(driver, f"{run}/frontier", out / "viewer-frontier.png", 760)
+                photograph(driver, f"{run}/frontier", out / "viewer-frontier.png", 880)
                 photograph(
                     driver, task + quote("conductor:conductor"), out / "viewer-task.png", 1000
                 )
