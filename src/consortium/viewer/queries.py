@@ -48,7 +48,7 @@ def dataset_stats(engine: Engine, run_id: str) -> list[DatasetStats]:
     query = (
         select(
             results.c.policy,
-            func.coalesce(results.c.dataset, "").label("dataset"),
+            results.c.dataset,
             func.count().label("tasks"),
             func.sum(cast(results.c.correct, Integer)).label("correct"),
             func.coalesce(func.sum(results.c.calls), 0).label("calls"),
@@ -63,7 +63,7 @@ def dataset_stats(engine: Engine, run_id: str) -> list[DatasetStats]:
         return [
             DatasetStats(
                 row.policy,
-                row.dataset,
+                row.dataset or "",
                 int(row.tasks),
                 int(row.correct or 0),
                 int(row.calls),
@@ -85,16 +85,19 @@ def policy_choices(engine: Engine, run_id: str, policy: str) -> list[Choice]:
         ),
         isouter=True,
     )
-    dataset = func.coalesce(results.c.dataset, "(no result)")
-    role = func.coalesce(calls.c.role, "worker")
+    # Plain columns in GROUP BY (no expressions): PostgreSQL matches them to the SELECT list.
     query = (
-        select(dataset.label("dataset"), calls.c.model, role.label("role"), func.count())
+        select(results.c.dataset, calls.c.model, calls.c.role, func.count())
         .select_from(joined)
         .where(calls.c.run_id == run_id, calls.c.policy == policy)
-        .group_by(dataset, calls.c.model, role)
+        .group_by(results.c.dataset, calls.c.model, calls.c.role)
     )
+    counts: dict[tuple[str, str, str], int] = {}
     with engine.connect() as db:
-        return [Choice(row[0], row[1], row[2], int(row[3])) for row in db.execute(query)]
+        for dataset, model, role, count in db.execute(query):
+            key = (dataset if dataset is not None else "(no result)", model, role or "worker")
+            counts[key] = counts.get(key, 0) + int(count)
+    return [Choice(*key, count) for key, count in counts.items()]
 
 
 UNSOLVED = "(no single model)"
