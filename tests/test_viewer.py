@@ -282,3 +282,33 @@ def test_pages_are_paged_and_unknown_ones_answer_404(
         assert client.get("/runs/no-such-run").status_code == 404
         assert client.get("/runs/no-such-run/frontier").status_code == 404
         assert client.get(f"/runs/{run_id}/tasks/no-such-task").status_code == 404
+
+
+async def test_a_run_without_results_lists_its_tasks_as_called(
+    replay_server: ReplayServerProcess, replay_data: ReplayData, tmp_path: Path
+) -> None:
+    """`serve` and `ask` write calls but no graded results: the run page lists their tasks."""
+    from starlette.testclient import TestClient
+
+    from consortium.coord.baselines import SingleModel
+    from consortium.pool import Pool
+    from consortium.replay.pool import replay_pool
+    from consortium.replay.tasks import load_replay_tasks
+    from consortium.runtime.caller import Caller
+
+    config = replay_pool(replay_data, replay_server.base_url, replay_data.models["split2"][:1])
+    store = TraceStore(f"sqlite:///{tmp_path / 'served.db'}")
+    tasks = load_replay_tasks(replay_data, datasets=["gsm8k"], limit=3).tasks
+    model = SingleModel(config.names[0])
+    with store.running("serve", pool="replay") as run:
+        async with Pool(config) as pool:
+            caller = Caller(pool, store, run.run_id)
+            for task in tasks:
+                await model.run(task, caller.for_task(task.id, model.name))
+    with TestClient(TraceViewer(store, max_tasks=2).app) as client:
+        page = client.get(f"/runs/{run.run_id}")
+        assert "No graded results in this run" in page.text and "showing 1–2 of 3" in page.text
+        assert page.text.count("class='task'") == 2
+        task = client.get(f"/runs/{run.run_id}/tasks/{tasks[0].id}")
+        assert task.status_code == 200 and "no graded result" in task.text
+        assert task.text.count("<div class='turn") == 1

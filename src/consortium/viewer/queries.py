@@ -185,6 +185,32 @@ def task_page_results(
         return rows, int(db.execute(count).scalar_one())
 
 
+def ungraded_tasks(
+    engine: Engine, run_id: str, offset: int, limit: int
+) -> tuple[list[dict[str, Any]], int]:
+    """One page of the tasks a run called models for (runs without results: `serve`, `ask`),
+    per task and policy: its calls, tokens and cost; and how many there are."""
+    where = calls.c.run_id == run_id
+    keys = (calls.c.task_id, calls.c.policy)
+    page = (
+        select(
+            *keys,
+            func.count().label("calls"),
+            func.sum(calls.c.prompt_tokens + calls.c.completion_tokens).label("tokens"),
+            func.sum(calls.c.cost).label("cost"),
+        )
+        .where(where)
+        .group_by(*keys)
+        .order_by(func.min(calls.c.id))
+        .offset(offset)
+        .limit(limit)
+    )
+    count = select(func.count()).select_from(select(*keys).where(where).group_by(*keys).subquery())
+    with engine.connect() as db:
+        rows = [dict(row._mapping) for row in db.execute(page)]
+        return rows, int(db.execute(count).scalar_one())
+
+
 def task_calls(engine: Engine, run_id: str, task_id: str) -> list[dict[str, Any]]:
     """Every call of one task (all policies), in the order they were written."""
     query = (

@@ -177,6 +177,30 @@ def _task_rows(run_id: str, rows: Sequence[dict[str, Any]]) -> list[list[str]]:
     ]
 
 
+def _ungraded(engine: Engine, run_id: str, page_number: int, per_page: int) -> str:
+    """A run without graded results (`serve`, `ask`, or one just started): its tasks' calls."""
+    first = (page_number - 1) * per_page
+    rows, total = queries.ungraded_tasks(engine, run_id, first, per_page)
+    if not total:
+        return "<p>No calls in this run yet.</p>"
+    cells = [
+        [
+            f"<a class='task' href='/runs/{quote(run_id)}/tasks/{quote(r['task_id'] or '')}'>"
+            f"{escape(r['task_id'] or '')}</a>",
+            escape(r["policy"] or ""),
+            num(str(r["calls"])),
+            num(str(r["tokens"] or 0)),
+            num(f"{r['cost'] or 0:.6f}"),
+        ]
+        for r in rows
+    ]
+    return (
+        f"<p>No graded results in this run: its tasks as called ({total}).</p>"
+        + pager(f"/runs/{quote(run_id)}", page_number, first, len(rows), total, "")
+        + table(["task", "policy", "calls", "tokens", "$"], cells, "tasks")
+    )
+
+
 def run_body(
     engine: Engine,
     aggregates: RunAggregates,
@@ -198,7 +222,7 @@ def run_body(
         + (f"<p><code>{escape(json.dumps(config))}</code></p>" if config else "")
     )
     if selected is None:
-        return head + "<p>No task results in this run yet.</p>"
+        return head + _ungraded(engine, run_id, page_number, per_page)
     choices = aggregates.choices(selected)
     oracle = aggregates.oracle()
     palette = Palette(aggregates.models())
