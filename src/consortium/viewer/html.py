@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from html import escape
+from urllib.parse import quote
 
 from starlette.responses import HTMLResponse
 
@@ -42,8 +43,6 @@ NONE_COLOUR = "#d9d9d9"
 def page(title: str, body: str, status: int = 200, run_id: str | None = None) -> HTMLResponse:
     links = "<a href='/'>runs</a>"
     if run_id is not None:
-        from urllib.parse import quote
-
         base = f"/runs/{quote(run_id)}"
         links += f"<a href='{base}'>run</a><a href='{base}/frontier'>frontier</a>"
     return HTMLResponse(
