@@ -261,7 +261,14 @@ async def test_workflow_templates_on_real_models(
     calls = list(store.iter_calls(run.run_id))
     assert result.error is None and result.calls == len(workflow.steps) == len(calls)
     _check_access(workflow, calls)
-    assert result.answer == next(c for c in calls if c["turn"] == len(calls))["response"]
+    last = next(c for c in calls if c["turn"] == len(calls))["response"]
+    if kind == "vote":
+        # The judge picks; the answer is a voter's own text, never the judge's reply.
+        voters = [c["response"] for c in calls if c["turn"] < len(calls)]
+        assert result.answer in voters
+        assert result.outcome is not None and result.outcome.notes
+    else:
+        assert result.answer == last
     assert result.tokens == sum(c["prompt_tokens"] + c["completion_tokens"] for c in calls)
 
 
@@ -323,8 +330,14 @@ def test_serve_in_front_of_the_real_pool(servers: LlamaCppServers, tmp_path: Pat
         text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
         assert text.strip()
     store = TraceStore(f"sqlite:///{tmp_path / 'serve.db'}")
-    models = [c["model"] for r in store.list_runs() for c in store.iter_calls(r["run_id"])]
-    assert sorted(models) == sorted([SMOLLM2.name, GEMMA3.name, SMOLLM2.name] * 2)
+    calls = [c for r in store.list_runs() for c in store.iter_calls(r["run_id"])]
+    assert sorted(c["model"] for c in calls) == sorted(
+        [SMOLLM2.name, GEMMA3.name, SMOLLM2.name] * 2
+    )
+    # The vote returns a voter's own text (turns 1 and 2), not the judge's reply (turn 3).
+    first = [c for c in calls if c["task_id"] == answer.headers["x-consortium-task"]]
+    voters = [c["response"] for c in first if c["turn"] < 3]
+    assert completion.choices[0].message.content in voters
 
 
 def test_cli_start_status_stop(tmp_path: Path) -> None:

@@ -1,7 +1,10 @@
-"""The trace viewer in a real headless Chromium (Debian's chromium + chromedriver, Selenium)."""
+"""The trace viewer in a real headless Chromium (Debian's chromium + chromedriver, Selenium), over
+a real evaluation on the replay pool (tests/viewer_showcase.py), and its queries on a run of
+synthetic rows (bench/viewer_pages.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import shutil
 from collections.abc import Iterator
@@ -14,20 +17,19 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.ui import Select
 
-from consortium.coord.registry import build_coordinator
-from consortium.evaluation.runner import run_policy
-from consortium.pool import Pool
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess, free_port
-from consortium.replay.pool import replay_pool
-from consortium.replay.tasks import ReplayGrader, load_replay_tasks
-from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
 from consortium.viewer.app import TraceViewer
-from tests.scripted_server import app_in_thread
+from tests.scripted_server import app_in_thread, scripted_server
+from tests.viewer_showcase import conductor_script, showcase_run
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+TASKS_PER_DATASET = 3
+POLICIES = 7  # 3 single models, random, TRINITY, vote, conductor (tests/viewer_showcase.py)
 
 
 def browser() -> WebDriver:
@@ -43,28 +45,30 @@ def browser() -> WebDriver:
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
 
 
-def picture(png: bytes) -> np.ndarray:
-    pixels: np.ndarray = imread(io.BytesIO(png), format="png")
-    return pixels
+def colours(element: WebElement) -> int:
+    """How many distinct colours the element's own screenshot holds (a drawn chart has many)."""
+    pixels: np.ndarray = imread(io.BytesIO(element.screenshot_as_png), format="png")
+    return len({tuple(p) for p in (pixels[..., :3] * 255).astype(int).reshape(-1, 3)})
 
 
-async def populated_store(data: ReplayData, base_url: str, path: Path) -> tuple[TraceStore, str]:
-    """A real evaluation on the replay pool: one model alone, and a three-model vote."""
-    models = data.models["split2"][:3]
-    config = replay_pool(data, base_url, models)
-    store = TraceStore(f"sqlite:///{path}")
-    run_id = store.start_run("eval", pool="replay (viewer test)")
-    tasks = load_replay_tasks(data, datasets=["gsm8k", "mmlu"], limit=4).tasks
-    names = config.names
-    async with Pool(config) as pool:
-        caller = Caller(pool, store, run_id)
-        for spec in (f"single:{names[0]}", f"workflow:vote:models={','.join(names)}"):
-            await run_policy(build_coordinator(spec, config), tasks, ReplayGrader(), caller)
-    store.finish_run(run_id, "finished")
-    return store, run_id
+@pytest.fixture(scope="module")
+def showcase(
+    replay_server: ReplayServerProcess,
+    replay_data: ReplayData,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[TraceStore, str, str]]:
+    """The showcase run, served by the viewer: (store, run id, viewer root URL)."""
+    path = tmp_path_factory.mktemp("viewer") / "traces.db"
+    with scripted_server({"conductor": conductor_script}) as boss:
+        store, run_id = asyncio.run(
+            showcase_run(replay_data, replay_server.base_url, boss.base_url, path, 3)
+        )
+    port = free_port()
+    with app_in_thread(TraceViewer(store).app, port):
+        yield store, run_id, f"http://127.0.0.1:{port}"
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def driver() -> Iterator[WebDriver]:
     chrome = browser()
     try:
@@ -73,77 +77,238 @@ def driver() -> Iterator[WebDriver]:
         chrome.quit()
 
 
-async def test_viewer_pages_in_headless_chromium(
+def test_run_page_shows_each_policys_choices(
+    showcase: tuple[TraceStore, str, str], driver: WebDriver
+) -> None:
+    _, run_id, root = showcase
+    driver.get(root + "/")
+    (link,) = driver.find_elements(By.CSS_SELECTOR, "a.run")
+    assert link.text == run_id
+    link.click()
+    assert len(driver.find_elements(By.CSS_SELECTOR, "table.policies tr")) == 1 + POLICIES
+    selector = Select(driver.find_element(By.ID, "policy"))
+    assert len(selector.options) == POLICIES
+    # Opened on the first policy that is not a single model or random: the coordinator.
+    assert selector.first_selected_option.text == "trinity (scripted)"
+    rows = driver.find_elements(By.CSS_SELECTOR, "table.choices tr")[1:]
+    assert [r.find_element(By.TAG_NAME, "td").text for r in rows] == ["gsm8k", "mmlu"]
+    for row in rows:
+        chosen = row.find_elements(By.CSS_SELECTOR, ".shares.chosen span")
+        # TRINITY's scripted head: three models, each in its own role, a third of the calls each.
+        assert sorted(s.get_attribute("data-role") for s in chosen) == [
+            "thinker",
+            "verifier",
+            "worker",
+        ]
+        assert row.find_elements(By.CSS_SELECTOR, ".shares.best span")
+        assert row.find_elements(By.CSS_SELECTOR, ".shares.oracle span")
+        cells = row.find_elements(By.TAG_NAME, "td")
+        assert cells[-3].text == "3.00"  # calls per task
+        assert float(cells[-1].text) > 0  # $ per task
+    assert "prompt +" in driver.find_element(By.ID, "selected-summary").text
+    assert " alone: " in driver.find_element(By.ID, "versus").text
+    assert colours(driver.find_element(By.CSS_SELECTOR, "table.choices")) > 8
+    vote = next(o.text for o in selector.options if o.text.startswith("workflow:vote"))
+    selector.select_by_visible_text(vote)  # the form submits itself on change
+    selected = Select(driver.find_element(By.ID, "policy")).first_selected_option
+    assert selected.text == vote
+    shares = driver.find_elements(By.CSS_SELECTOR, "table.choices tr .shares.chosen span")
+    assert {s.get_attribute("data-role") for s in shares} == {"worker"}
+    # The judge is the first model and votes too: half of the vote's calls are its.
+    titles = [s.get_attribute("title") or "" for s in shares]
+    assert sum(": 50% " in t for t in titles) == 2  # one per dataset
+    judge = vote.removeprefix("workflow:vote:models=").split(",")[0]
+    versus = driver.find_element(By.ID, "versus").text
+    assert versus.startswith(f"It sends 50% of its calls to {judge}.")
+    tasks = driver.find_elements(By.CSS_SELECTOR, "table.tasks a.task")
+    assert len(tasks) == 2 * TASKS_PER_DATASET
+    assert all("workflow%3Avote" in (a.get_attribute("href") or "") for a in tasks)
+
+
+def _task_page(driver: WebDriver, root: str, run_id: str, task_id: str, policy: str) -> None:
+    from urllib.parse import quote
+
+    driver.get(f"{root}/runs/{quote(run_id)}/tasks/{quote(task_id)}?policy={quote(policy)}")
+
+
+def test_task_pages_show_transcripts_grades_and_workflows(
+    showcase: tuple[TraceStore, str, str], driver: WebDriver
+) -> None:
+    store, run_id, root = showcase
+    results = list(store.iter_results(run_id))
+    task_id = results[0]["task_id"]
+    by_policy = {r["policy"]: r for r in results if r["task_id"] == task_id}
+    calls = store.task_calls(run_id, task_id)
+
+    def recorded(policy: str) -> list[dict[str, object]]:
+        return [c for c in calls if c["policy"] == policy]
+
+    for policy, result in by_policy.items():
+        _task_page(driver, root, run_id, task_id, policy)
+        (section,) = driver.find_elements(By.CSS_SELECTOR, "section.policy")
+        assert section.get_attribute("data-policy") == policy
+        grade = section.find_element(By.CSS_SELECTOR, ".grade")
+        assert grade.get_attribute("data-correct") == str(int(bool(result["correct"])))
+        assert ("right" if result["correct"] else "wrong") in grade.text
+        turns = section.find_elements(By.CSS_SELECTOR, ".transcript .turn")
+        expected = recorded(policy)
+        assert [t.get_attribute("data-model") for t in turns] == [c["model"] for c in expected]
+        assert [t.get_attribute("data-role") for t in turns] == [
+            c["role"] or "worker" for c in expected
+        ]
+        for turn, call in zip(turns, expected, strict=True):
+            head = turn.find_element(By.CSS_SELECTOR, ".head").text
+            assert f"{call['prompt_tokens']} in + {call['completion_tokens']} out" in head
+            assert f"${call['cost']:.6f}" in head and " ms" in head
+            answer = turn.find_element(By.CSS_SELECTOR, "pre.answer").text
+            assert answer.strip() == str(call["response"]).strip()
+        returned = section.find_elements(By.CSS_SELECTOR, ".turn.returned")
+        assert len(returned) >= 1 and all(
+            r.find_element(By.CSS_SELECTOR, "pre.answer").text.strip()
+            == (result["answer"] or "").strip()
+            for r in returned
+        )
+        dags = section.find_elements(By.CSS_SELECTOR, "svg.dag")
+        if policy.startswith("trinity"):
+            assert [t.get_attribute("data-role") for t in turns] == [
+                "thinker",
+                "worker",
+                "verifier",
+            ]
+            assert "verdict" in turns[2].text and not dags
+            assert turns[1].find_elements(By.CSS_SELECTOR, ".extracted")
+            assert not turns[0].find_elements(By.CSS_SELECTOR, ".extracted")  # a plan
+        elif policy.startswith("workflow:vote"):
+            (dag,) = dags
+            steps = dag.find_elements(By.CSS_SELECTOR, "g.step")
+            access = [s.get_attribute("data-access") for s in steps]
+            assert access == ["none", "none", "none", "0, 1, 2 (all)"]
+            assert len(dag.find_elements(By.CSS_SELECTOR, ".edge")) == 3
+            # The judge's reply is never the answer: a voter's text is returned.
+            assert returned[0].get_attribute("data-model") in {c["model"] for c in expected}
+            assert "returned as the answer" not in turns[-1].text
+            assert colours(dag) > 4
+        elif policy.startswith("conductor"):
+            (dag,) = dags
+            steps = dag.find_elements(By.CSS_SELECTOR, "g.step")
+            access = [s.get_attribute("data-access") for s in steps]
+            assert access == ["none", "0", "0, 1 (all)"]  # the plan's [[], [0], 'all']
+            edges = {
+                (e.get_attribute("data-from"), e.get_attribute("data-to"))
+                for e in dag.find_elements(By.CSS_SELECTOR, ".edge")
+            }
+            assert edges == {("0", "1"), ("0", "2"), ("1", "2")}
+            assert turns[0].get_attribute("data-role") == "conductor"
+            assert "model_id" in turns[0].find_element(By.CSS_SELECTOR, "pre.answer").text
+        else:
+            assert len(turns) == 1 and not dags
+    driver.get(f"{root}/runs/{run_id}/tasks/{task_id}")  # every policy on one page
+    assert len(driver.find_elements(By.CSS_SELECTOR, "section.policy")) == POLICIES
+    page = driver.find_element(By.ID, "timeline")
+    assert colours(page) > 20
+
+
+def test_frontier_page_plots_every_policy(
+    showcase: tuple[TraceStore, str, str], driver: WebDriver
+) -> None:
+    _, run_id, root = showcase
+    driver.get(f"{root}/runs/{run_id}")
+    driver.find_element(By.ID, "frontier-link").click()
+    plot = driver.find_element(By.ID, "frontier-plot")
+    points = plot.find_elements(By.CSS_SELECTOR, ".point")
+    assert len(points) == POLICIES
+    assert len(plot.find_elements(By.CSS_SELECTOR, ".point.single")) == 3
+    assert len(plot.find_elements(By.CSS_SELECTOR, ".ci")) == POLICIES
+    on_line = driver.find_elements(By.XPATH, "//table[@class='frontier']//b[text()='yes']")
+    assert on_line and (len(on_line) < 2 or plot.find_elements(By.CSS_SELECTOR, ".frontier"))
+    assert "USD per task" in plot.text and not driver.find_elements(By.ID, "zero-cost")
+    assert colours(plot) > 12
+
+
+async def test_frontier_is_readable_when_every_policy_costs_nothing(
     replay_server: ReplayServerProcess,
     replay_data: ReplayData,
     tmp_path: Path,
     driver: WebDriver,
 ) -> None:
-    store, run_id = await populated_store(replay_data, replay_server.base_url, tmp_path / "t.db")
+    """A pool without prices (local llama.cpp, or here the replay pool with its prices removed):
+    the x axis falls back to tokens per task and the points stay apart."""
+    from consortium.coord.baselines import SingleModel
+    from consortium.coord.conductor.templates import WorkflowCoordinator, template
+    from consortium.evaluation.runner import run_policy
+    from consortium.pool import Pool
+    from consortium.replay.pool import replay_pool
+    from consortium.replay.tasks import ReplayGrader, load_replay_tasks
+    from consortium.runtime.caller import Caller
+
+    config = replay_pool(replay_data, replay_server.base_url, replay_data.models["split2"][:3])
+    free = config.model_copy(
+        update={"models": [m.model_copy(update={"price_in": 0.0, "price_out": 0.0})
+                           for m in config.models]}
+    )  # fmt: skip
+    store = TraceStore(f"sqlite:///{tmp_path / 'free.db'}")
+    tasks = load_replay_tasks(replay_data, datasets=["gsm8k"], limit=2).tasks
+    with store.running("eval", pool="replay without prices") as run:
+        async with Pool(free) as pool:
+            caller = Caller(pool, store, run.run_id)
+            coordinators = [SingleModel(n) for n in free.names]
+            coordinators.append(WorkflowCoordinator(template("vote", free.names), "vote"))
+            for coordinator in coordinators:
+                await run_policy(coordinator, tasks, ReplayGrader(), caller)
     port = free_port()
     with app_in_thread(TraceViewer(store).app, port):
-        driver.get(f"http://127.0.0.1:{port}/")
-        (link,) = driver.find_elements(By.CSS_SELECTOR, "a.run")
-        assert link.text == run_id
-        link.click()
-        policies = driver.find_elements(By.CSS_SELECTOR, "table.policies tr")
-        assert len(policies) == 3  # header + the two policies
-        assert "workflow:vote" in policies[2].text or "workflow:vote" in policies[1].text
-        for image_id in ("accuracy", "routing"):
-            image = driver.find_element(By.ID, image_id)
-            assert driver.execute_script("return arguments[0].naturalWidth", image) > 100
-            shot = picture(image.screenshot_as_png)
-            colours = {tuple(p) for p in (shot[..., :3] * 255).astype(int).reshape(-1, 3)}
-            assert len(colours) > 20, image_id  # a drawn plot, not an empty box
-        page = picture(driver.get_screenshot_as_png())
-        assert page.shape[1] >= 1000 and page[..., :3].std() > 0.05
-        (tmp_path / "run.png").write_bytes(driver.get_screenshot_as_png())
-        vote_task = next(
-            row.find_element(By.CSS_SELECTOR, "a.task")
-            for row in driver.find_elements(By.CSS_SELECTOR, "table.tasks tr")[1:]
-            if "workflow:vote" in row.text
-        )
-        task_id = vote_task.text
-        vote_task.click()
-        calls = driver.find_elements(By.CSS_SELECTOR, "#timeline div.call")
-        recorded = [
-            c for c in store.task_calls(run_id, task_id) if c["policy"].startswith("workflow:vote")
-        ]
-        assert len(calls) == len(recorded) == 4  # three voters and the judge, this policy only
-        assert [c.get_attribute("data-model") for c in calls] == [c["model"] for c in recorded]
-        assert (recorded[-1]["response"] or "")[:40] in calls[-1].text
-        assert driver.find_element(By.ID, "timeline").screenshot_as_png[:4] == b"\x89PNG"
+        driver.get(f"http://127.0.0.1:{port}/runs/{run.run_id}/frontier")
+        assert driver.find_element(By.ID, "zero-cost").is_displayed()
+        plot = driver.find_element(By.ID, "frontier-plot")
+        assert "tokens per task" in plot.text
+        xs = [p.location["x"] for p in plot.find_elements(By.CSS_SELECTOR, ".point")]
+        assert len(xs) == 4 and max(xs) - min(xs) > 100  # the vote's tokens set it apart
+        assert colours(plot) > 8
 
 
-async def test_viewer_pages_long_runs_and_answers_404_for_unknown_ones(
-    replay_server: ReplayServerProcess, replay_data: ReplayData, tmp_path: Path
+def test_pages_are_paged_and_unknown_ones_answer_404(
+    showcase: tuple[TraceStore, str, str],
 ) -> None:
     from starlette.testclient import TestClient
 
-    store, run_id = await populated_store(replay_data, replay_server.base_url, tmp_path / "t.db")
-    total = len(list(store.iter_results(run_id)))  # 8 tasks x 2 policies
-    with TestClient(TraceViewer(store, max_tasks=5).app) as client:
-        first = client.get(f"/runs/{run_id}")
-        assert first.status_code == 200 and first.text.count("class='task'") == 5
-        assert f"showing 1–5 of {total}" in first.text and "?page=2" in first.text
-        assert "pooled over all of a policy's tasks" in first.text
-        last_page = -(-total // 5)
-        last = client.get(f"/runs/{run_id}?page={last_page}")
-        shown = total - 5 * (last_page - 1)
-        assert last.text.count("class='task'") == shown and "class='next'" not in last.text
-        assert f"showing {5 * (last_page - 1) + 1}–{total} of {total}" in last.text
+    store, run_id, _ = showcase
+    total = 2 * TASKS_PER_DATASET
+    with TestClient(TraceViewer(store, max_tasks=4).app) as client:
+        first = client.get(f"/runs/{run_id}?policy=random")
+        assert first.status_code == 200 and first.text.count("class='task'") == 4
+        assert f"showing 1–4 of {total}" in first.text and "page=2" in first.text
+        last = client.get(f"/runs/{run_id}?policy=random&page=2")
+        assert last.text.count("class='task'") == total - 4 and "class='next'" not in last.text
         assert client.get("/runs/no-such-run").status_code == 404
+        assert client.get("/runs/no-such-run/frontier").status_code == 404
         assert client.get(f"/runs/{run_id}/tasks/no-such-task").status_code == 404
 
 
-def test_routing_plot_keeps_every_legend_entry() -> None:
-    from consortium.viewer.app import _routing_png
+async def test_a_run_without_results_lists_its_tasks_as_called(
+    replay_server: ReplayServerProcess, replay_data: ReplayData, tmp_path: Path
+) -> None:
+    """`serve` and `ask` write calls but no graded results: the run page lists their tasks."""
+    from starlette.testclient import TestClient
 
-    def size(pairs: int) -> tuple[int, int]:
-        routing = {d: {f"model-{p} · worker": p + 1 for p in range(pairs)} for d in ("a", "b")}
-        shape = picture(_routing_png({"routing": routing})).shape
-        return shape[0], shape[1]
+    from consortium.coord.baselines import SingleModel
+    from consortium.pool import Pool
+    from consortium.replay.pool import replay_pool
+    from consortium.replay.tasks import load_replay_tasks
+    from consortium.runtime.caller import Caller
 
-    few, many = size(3), size(54)  # 18 models x 3 roles
-    assert many[1] > few[1] + 200  # the legend's extra columns are in the image, not cut off
-    assert many[0] >= few[0]
+    config = replay_pool(replay_data, replay_server.base_url, replay_data.models["split2"][:1])
+    store = TraceStore(f"sqlite:///{tmp_path / 'served.db'}")
+    tasks = load_replay_tasks(replay_data, datasets=["gsm8k"], limit=3).tasks
+    model = SingleModel(config.names[0])
+    with store.running("serve", pool="replay") as run:
+        async with Pool(config) as pool:
+            caller = Caller(pool, store, run.run_id)
+            for task in tasks:
+                await model.run(task, caller.for_task(task.id, model.name))
+    with TestClient(TraceViewer(store, max_tasks=2).app) as client:
+        page = client.get(f"/runs/{run.run_id}")
+        assert "No graded results in this run" in page.text and "showing 1–2 of 3" in page.text
+        assert page.text.count("class='task'") == 2
+        task = client.get(f"/runs/{run.run_id}/tasks/{tasks[0].id}")
+        assert task.status_code == 200 and "no graded result" in task.text
+        assert task.text.count("<div class='turn") == 1

@@ -20,6 +20,7 @@ from sqlalchemy import (
     Boolean,
     Column,
     Float,
+    Index,
     Integer,
     MetaData,
     String,
@@ -97,6 +98,28 @@ results = Table(
     Column("created_at", Float, nullable=False),
 )
 
+# Covering indexes for the viewer's per-run, per-policy and per-task reads, so that a page of a
+# run of 100,000 calls reads index entries, not table rows; stores written before they existed
+# get them on open.
+INDEXES = (
+    Index(
+        "ix_calls_run_policy_task",
+        *(calls.c[name] for name in ("run_id", "policy", "task_id", "model", "role")),
+        *(calls.c[name] for name in ("prompt_tokens", "completion_tokens", "cost")),
+    ),
+    Index("ix_calls_run_task", calls.c.run_id, calls.c.task_id),
+    Index(
+        "ix_results_run_policy_dataset",
+        *(results.c[name] for name in ("run_id", "policy", "dataset", "correct")),
+        *(results.c[name] for name in ("calls", "tokens", "cost", "task_id")),
+    ),
+    Index(
+        "ix_results_run_policy_task",
+        *(results.c[name] for name in ("run_id", "policy", "task_id", "dataset")),
+    ),
+    Index("ix_results_run_task", results.c.run_id, results.c.task_id),
+)
+
 
 @dataclass
 class CallRecord:
@@ -166,6 +189,8 @@ class TraceStore:
             event.listen(self.engine, "connect", _sqlite_pragmas)
         metadata.create_all(self.engine)
         self._add_missing_columns()
+        for index in INDEXES:
+            index.create(self.engine, checkfirst=True)
 
     def _add_missing_columns(self) -> None:
         """Stores written by an earlier version lack newer nullable columns; add them."""

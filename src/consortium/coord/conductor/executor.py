@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from consortium.coord.conductor.selection import select_candidate
 from consortium.coord.conductor.workflow import Step, Workflow
 from consortium.core.types import Message, user
 from consortium.runtime.caller import TaskCaller
@@ -38,6 +39,8 @@ class WorkflowRun:
     text: str | None = None
     """The conductor's raw text, when a conductor wrote the workflow."""
     notes: list[str] = field(default_factory=list)
+    selected: int | None = None
+    """When the last step is a judge: the index of the step whose output is the answer."""
 
     @property
     def wall_time(self) -> float:
@@ -164,4 +167,27 @@ class WorkflowExecutor:
                 raise _first_error(errors) from None
         finished = [results[step.index].result() for step in workflow.steps]
         answer = finished[-1].output if finished else ""
-        return WorkflowRun(workflow, finished, answer, depth)
+        run = WorkflowRun(workflow, finished, answer, depth)
+        if finished and finished[-1].step.selects:
+            _apply_selection(run)
+        return run
+
+
+def _apply_selection(run: WorkflowRun) -> None:
+    """The judge's pick becomes the answer: the chosen step's own output."""
+    judge = run.steps[-1]
+    seen = [run.steps[j] for j in judge.step.visible]
+    chosen = select_candidate(judge.output, [s.output for s in seen])
+    if chosen is None:
+        return
+    picked = seen[chosen.index]
+    run.answer = picked.output
+    run.selected = picked.step.index
+    if chosen.how == "judge":
+        note = f"the judge (step {judge.step.index}) gave step {picked.step.index}'s answer"
+    else:
+        note = (
+            f"the judge (step {judge.step.index}) gave no candidate's answer; the candidates' "
+            f"majority picked step {picked.step.index}"
+        )
+    run.notes.append(note)

@@ -20,7 +20,8 @@ def single(model: str) -> Workflow:
 
 
 def majority_vote(voters: Sequence[str], judge: str) -> Workflow:
-    """Independent answers, then a judge who reports the answer most of them give."""
+    """Independent answers, then a judge who reports the answer most of them give; the
+    workflow returns the text of the voter whose answer the judge names, not the judge's reply."""
     n = len(voters)
     return build(
         [*voters, judge],
@@ -30,6 +31,7 @@ def majority_vote(voters: Sequence[str], judge: str) -> Workflow:
             "that most of them agree on. End with 'The answer is …'."
         ],
         [*([()] * n), "all"],
+        last_selects=True,
     )
 
 
@@ -115,7 +117,7 @@ class WorkflowCoordinator:
 
     async def run(self, task: Task, caller: TaskCaller) -> Outcome:
         run = await self.executor.run(self.workflow, task.question, caller)
-        return Outcome(run.answer, workflow=run)
+        return Outcome(run.answer, workflow=run, notes=tuple(run.notes))
 
 
 TEMPLATES = ("single", "vote", "moa", "debate", "reflect")

@@ -70,6 +70,9 @@ class Step:
     subtask: str
     access: Access
     recursive: bool = False
+    selects: bool = False
+    """A judge: the workflow's answer is the text of the step it picks among those it sees, not
+    its own reply (`selection.select_candidate`)."""
 
     @property
     def visible(self) -> tuple[int, ...]:
@@ -106,8 +109,10 @@ def build(
     access: Sequence[Access | list[int]],
     *,
     recursive: str | None = None,
+    last_selects: bool = False,
 ) -> Workflow:
-    """A workflow from Python values (templates, tests); checked like a parsed one."""
+    """A workflow from Python values (templates, tests); checked like a parsed one.
+    `last_selects`: the last step is a judge whose pick, not its reply, is the answer."""
     if not len(models) == len(subtasks) == len(access):
         raise WorkflowShapeError("models, subtasks and access differ in length")
     steps = []
@@ -119,6 +124,7 @@ def build(
                 subtask,
                 _access(entry, index),
                 recursive=recursive is not None and model == recursive,
+                selects=last_selects and index == len(models) - 1,
             )
         )
     return Workflow(tuple(steps))

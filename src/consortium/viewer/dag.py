@@ -1,0 +1,165 @@
+"""A Conductor or template workflow, read back from its trace rows and drawn as an SVG DAG.
+
+The store keeps calls, not workflows; a workflow's steps are its worker calls without a system
+prompt (role `worker`, or `worker@d` inside a recursive call at depth d; turn = step index + 1).
+A step's access list is read from its prompt: the executor gives each step the earlier steps it
+may see as (subtask, output) chat turns, so each assistant turn of the prompt is matched to the
+earlier step whose answer it is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape
+from typing import Any
+
+from consortium.viewer.html import Palette
+
+
+@dataclass(frozen=True)
+class DagStep:
+    index: int
+    call: dict[str, Any]
+    visible: tuple[int, ...]
+    """Indices of the earlier steps this step saw."""
+
+    @property
+    def access(self) -> str:
+        """The steps it sees, as the step list names them: "none", "0, 2", "0, 1 (all)"."""
+        if not self.visible:
+            return "none"
+        listed = ", ".join(str(i) for i in self.visible)
+        every = self.index > 1 and self.visible == tuple(range(self.index))
+        return f"{listed} (all)" if every else listed
+
+
+@dataclass(frozen=True)
+class TracedWorkflow:
+    depth: int
+    steps: tuple[DagStep, ...]
+
+
+def _depth(role: str) -> int:
+    _, _, depth = role.partition("@")
+    return int(depth) if depth.isdigit() else 0
+
+
+def _messages(call: dict[str, Any]) -> list[dict[str, Any]]:
+    try:
+        messages = json.loads(call["messages"] or "[]")
+    except ValueError:
+        return []
+    return messages if isinstance(messages, list) else []
+
+
+def _own_subtask(call: dict[str, Any]) -> str:
+    users = [m.get("content", "") for m in _messages(call) if m.get("role") == "user"]
+    return str(users[-1]) if users else ""
+
+
+def _visible(call: dict[str, Any], earlier: Sequence[dict[str, Any]]) -> tuple[int, ...]:
+    """Which of `earlier` (steps 0..k-1) answered the assistant turns of this call's prompt."""
+    messages = _messages(call)
+    seen: list[int] = []
+    for position, message in enumerate(messages):
+        if message.get("role") != "assistant":
+            continue
+        subtask = messages[position - 1].get("content", "") if position else ""
+        matches = [
+            j
+            for j, step in enumerate(earlier)
+            if j not in seen and (step["response"] or "") == message.get("content", "")
+        ]
+        exact = [j for j in matches if _own_subtask(earlier[j]).startswith(str(subtask))]
+        if exact or matches:
+            seen.append((exact or matches)[0])
+    return tuple(sorted(seen))
+
+
+def _is_step(call: dict[str, Any]) -> bool:
+    """A workflow step: a worker call without a system prompt (TRINITY's role prompts are system
+    messages; the workflow executor sends none)."""
+    role = call["role"] or ""
+    if not role.startswith("worker") or call["turn"] is None:
+        return False
+    return all(m.get("role") != "system" for m in _messages(call))
+
+
+def traced_workflows(calls: Sequence[dict[str, Any]]) -> list[TracedWorkflow]:
+    """The workflows in one task's calls of one policy, outermost first."""
+    by_depth: dict[int, list[list[dict[str, Any]]]] = defaultdict(list)
+    for call in calls:
+        if not _is_step(call):
+            continue
+        runs = by_depth[_depth(call["role"] or "")]
+        # A step number seen again at this depth starts the next workflow (another inner run).
+        if not runs or any(c["turn"] == call["turn"] for c in runs[-1]):
+            runs.append([])
+        runs[-1].append(call)
+    found = []
+    for depth in sorted(by_depth):
+        for run in by_depth[depth]:
+            ordered = sorted(run, key=lambda c: c["turn"])
+            steps = tuple(
+                DagStep(i, call, _visible(call, ordered[:i])) for i, call in enumerate(ordered)
+            )
+            found.append(TracedWorkflow(depth, steps))
+    return found
+
+
+BOX_W, BOX_H, GAP_X, GAP_Y, ARC = 170, 54, 60, 22, 26
+
+
+def dag_svg(workflow: TracedWorkflow, palette: Palette) -> str:
+    """Steps in layers (a step one layer right of the latest step it sees), arrows for access."""
+    layer: list[int] = []
+    for step in workflow.steps:
+        layer.append(1 + max((layer[j] for j in step.visible), default=-1))
+    rows: dict[int, int] = defaultdict(int)
+    where: list[tuple[float, float]] = []
+    top = 10 + ARC  # room for the arcs of edges that skip a layer
+    for column in layer:
+        where.append((10 + column * (BOX_W + GAP_X), top + rows[column] * (BOX_H + GAP_Y)))
+        rows[column] += 1
+    width = 20 + (max(layer, default=0) + 1) * (BOX_W + GAP_X) - GAP_X
+    height = top + 10 + max(rows.values(), default=1) * (BOX_H + GAP_Y) - GAP_Y
+    parts = [
+        f"<svg class='dag' data-depth='{workflow.depth}' xmlns='http://www.w3.org/2000/svg' "
+        f"width='{width}' height='{height}' font-family='sans-serif' font-size='11'>"
+        "<defs><marker id='arrow' viewBox='0 0 10 10' refX='10' refY='5' markerWidth='7' "
+        "markerHeight='7' orient='auto'><path d='M0,0 L10,5 L0,10 z' fill='#555'/></marker></defs>"
+    ]
+    for step in workflow.steps:
+        x, y = where[step.index]
+        for j in step.visible:
+            sx, sy = where[j]
+            if layer[step.index] - layer[j] > 1:
+                # Over the boxes between: leave the top edge, arc above, enter the top edge.
+                start, end = (sx + BOX_W / 2, sy), (x + BOX_W / 2, y)
+                lift = min(start[1], end[1]) - ARC
+                shape = f"C{start[0]},{lift} {end[0]},{lift} {end[0]},{end[1]}"
+            else:
+                start, end = (sx + BOX_W, sy + BOX_H / 2), (x, y + BOX_H / 2)
+                shape = f"L{end[0]},{end[1]}"
+            parts.append(
+                f"<path class='edge' data-from='{j}' data-to='{step.index}' "
+                f"d='M{start[0]},{start[1]} {shape}' fill='none' stroke='#555' "
+                "marker-end='url(#arrow)'/>"
+            )
+    for step in workflow.steps:
+        x, y = where[step.index]
+        model = str(step.call["model"])
+        short = model if len(model) <= 24 else model[:23] + "…"
+        parts.append(
+            f"<g class='step' data-step='{step.index}' data-access='{escape(step.access)}'>"
+            f"<rect x='{x}' y='{y}' width='{BOX_W}' height='{BOX_H}' rx='5' fill='#fff' "
+            f"stroke='{palette(model)}' stroke-width='3'/>"
+            f"<text x='{x + 8}' y='{y + 16}' font-weight='bold'>step {step.index}</text>"
+            f"<text x='{x + 8}' y='{y + 31}'>{escape(short)}</text>"
+            f"<text x='{x + 8}' y='{y + 46}' fill='#555'>sees: {escape(step.access)}</text></g>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)

@@ -1,0 +1,112 @@
+"""A task's transcript as HTML: per policy, the grade, the workflow drawn (if any), then every
+call turn by turn (model, role, what it saw, its answer, the extracted answer, the verdict,
+tokens, cost, latency).
+
+It renders whatever calls the store holds: single calls, TRINITY turns (thinker, worker,
+verifier with verdicts), Conductor and template workflows (conductor, worker steps, inner runs).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from html import escape
+from typing import Any
+
+from consortium.core.answers import final_answer
+from consortium.viewer.dag import dag_svg, traced_workflows
+from consortium.viewer.html import Palette
+
+ANSWERING = ("worker", "fallback")
+"""Roles whose reply is an answer (a thinker plans, a verifier gives a verdict, a conductor
+writes a workflow): only theirs get an extracted answer."""
+
+
+def _saw(call: dict[str, Any]) -> str:
+    try:
+        messages = json.loads(call["messages"] or "[]")
+    except ValueError:
+        messages = []
+    parts = []
+    for message in messages if isinstance(messages, list) else []:
+        role = escape(str(message.get("role", "?")))
+        parts.append(f"<b>[{role}]</b> {escape(str(message.get('content', '')))}")
+    return "\n\n".join(parts)
+
+
+def _returned(call: dict[str, Any], answer: str | None) -> bool:
+    return answer is not None and (call["response"] or "") == answer
+
+
+def turn_html(number: int, call: dict[str, Any], palette: Palette, answer: str | None) -> str:
+    role = call["role"] or "worker"
+    response = call["response"] or ""
+    facts = [
+        f"turn {call['turn']}" if call["turn"] is not None else "",
+        f"verdict <b class='verdict'>{escape(call['verdict'])}</b>" if call["verdict"] else "",
+        f"{call['prompt_tokens'] or 0} in + {call['completion_tokens'] or 0} out tokens",
+        f"${call['cost'] or 0:.6f}",
+        f"{1000 * (call['latency'] or 0):.0f} ms",
+        "cached" if call["cached"] else "",
+        f"stands in for {escape(call['fallback_from'])}" if call.get("fallback_from") else "",
+    ]
+    returned = _returned(call, answer)
+    badge = " · <b class='ok'>returned as the answer</b>" if returned else ""
+    error = f"<p class='bad'>error: {escape(call['error'])}</p>" if call["error"] else ""
+    answers = role.split("@")[0] in ANSWERING
+    extracted = (
+        f"<div>extracted answer: <span class='extracted'>{escape(final_answer(response))}</span>"
+        "</div>"
+        if answers and response
+        else ""
+    )
+    return (
+        f"<div class='turn{' returned' if returned else ''}' data-model='{escape(call['model'])}' "
+        f"data-role='{escape(role)}' style='border-left-color:{palette(call['model'])}'>"
+        f"<div class='head'><b>{number}. {escape(call['model'])}</b> as <i>{escape(role)}</i> · "
+        f"{' · '.join(f for f in facts if f)}{badge}</div>{error}"
+        f"<details><summary>what it saw</summary><pre class='saw'>{_saw(call)}</pre></details>"
+        f"<details open><summary>its answer</summary><pre class='answer'>{escape(response)}"
+        f"</pre></details>{extracted}</div>"
+    )
+
+
+def grade_html(result: dict[str, Any] | None) -> str:
+    if result is None:
+        return (
+            "<div class='grade'>no graded result for this policy (the run did not finish it)</div>"
+        )
+    verdict = "<b class='ok'>right</b>" if result["correct"] else "<b class='bad'>wrong</b>"
+    answer = result["answer"] or ""
+    error = f" · error: {escape(result['error'])}" if result["error"] else ""
+    return (
+        f"<div class='grade' data-correct='{int(bool(result['correct']))}'>grader's verdict: "
+        f"{verdict} · score {result['score'] or 0:g} · dataset {escape(result['dataset'] or '')}"
+        f" · {result['calls']} calls · {result['tokens']} tokens · ${result['cost'] or 0:.6f}"
+        f"{error}<br>final answer read: <span class='extracted'>"
+        f"{escape(final_answer(answer)) if answer else '–'}</span> · grader: "
+        f"{escape(result['detail'] or '')}</div>"
+    )
+
+
+def policy_section(
+    policy: str,
+    calls: Sequence[dict[str, Any]],
+    result: dict[str, Any] | None,
+    palette: Palette,
+) -> str:
+    answer = result["answer"] if result else None
+    workflows = [w for w in traced_workflows(calls) if len(w.steps) > 1]  # one call: no graph
+    drawn = ""
+    if workflows:
+        drawn = "".join(
+            f"<p class='muted'>workflow{f' (inner, depth {w.depth})' if w.depth else ''}: "
+            f"{len(w.steps)} steps; each box names its model and the steps it sees</p>"
+            + dag_svg(w, palette)
+            for w in workflows
+        )
+    turns = "".join(turn_html(i, call, palette, answer) for i, call in enumerate(calls, 1))
+    return (
+        f"<section class='policy' data-policy='{escape(policy)}'><h2>{escape(policy)}</h2>"
+        f"{grade_html(result)}{drawn}<div class='transcript'>{turns}</div></section>"
+    )
