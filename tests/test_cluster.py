@@ -135,7 +135,7 @@ def test_train_trinity_on_cluster_equals_local(
             "--executor", executor, "--ray-address", cluster.address,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-3000:]
-        heads[executor] = (out / "head.npz").read_bytes(), (out / "curve.csv").read_text()
+        heads[executor] = (out / "head.npy").read_bytes(), (out / "curve.csv").read_text()
     assert heads["ray"] == heads["local"]
 
 

@@ -49,8 +49,8 @@ class RayNode:
         self.log = self.temp_dir.with_suffix(".log")
 
     def pids(self) -> list[int]:
-        """Every live process whose command line names this node's folder, or that is in its
-        process group."""
+        """Every live process (not a zombie) whose command line names this node's folder, or that
+        is in its process group."""
         marker = str(self.temp_dir).encode()
         group = self.process.pid if self.process is not None else None
         found = []
@@ -62,7 +62,7 @@ class RayNode:
                 command = (entry / "cmdline").read_bytes()
             except (OSError, ProcessLookupError):
                 continue
-            if in_group or marker in command:
+            if (in_group or marker in command) and _alive(int(entry.name)):
                 found.append(int(entry.name))
         return found
 
