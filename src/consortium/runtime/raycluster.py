@@ -29,6 +29,7 @@ from consortium.runtime.launch import free_port
 
 HOST = "127.0.0.2"
 STARTED = "Ray runtime started"
+IDLE_TITLES = {"ray::IDLE", "ray::DashboardAgent", "ray::RuntimeEnvAgent"}
 DRIVER_ENV = {"RAY_AUTH_MODE": "disabled"}
 """What a driver's environment needs to join: a head finding a token in ~/.ray (left by any
 earlier Ray on the machine) would turn token authentication on, which the workers then lack.
@@ -49,22 +50,45 @@ class RayNode:
         self.log = self.temp_dir.with_suffix(".log")
 
     def pids(self) -> list[int]:
-        """Every live process (not a zombie) whose command line names this node's folder, or that
-        is in its process group."""
+        """Every live process (not a zombie) of this node: those whose command line names its
+        folder or that are in its process group, and their descendants (the raylet's workers
+        rename themselves `ray::…` and leave the group)."""
         marker = str(self.temp_dir).encode()
         group = self.process.pid if self.process is not None else None
-        found = []
+        parents: dict[int, int] = {}
+        found: set[int] = set()
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit() or int(entry.name) == os.getpid():
                 continue
+            pid = int(entry.name)
             try:
-                in_group = group is not None and os.getpgid(int(entry.name)) == group
+                stat = (entry / "stat").read_text().rsplit(") ", 1)[-1].split()
                 command = (entry / "cmdline").read_bytes()
-            except (OSError, ProcessLookupError):
+            except OSError:
                 continue
-            if (in_group or marker in command) and _alive(int(entry.name)):
-                found.append(int(entry.name))
-        return found
+            if stat[0] == "Z":
+                continue
+            parents[pid] = int(stat[1])
+            if (group is not None and int(stat[2]) == group) or marker in command:
+                found.add(pid)
+        grown = True
+        while grown:
+            children = {pid for pid, parent in parents.items() if parent in found} - found
+            found |= children
+            grown = bool(children)
+        return sorted(found)
+
+    def running_jobs(self) -> list[str]:
+        """The names of the Ray tasks this node's workers are running (`ray::NAME` titles)."""
+        names = []
+        for pid in self.pids():
+            try:
+                title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+            except (OSError, UnicodeDecodeError):
+                continue
+            if title.startswith("ray::") and title not in IDLE_TITLES:
+                names.append(title.removeprefix("ray::"))
+        return names
 
     def raylet_pid(self) -> int | None:
         for pid in self.pids():
