@@ -40,7 +40,7 @@ class Work(Generic[Item, Result]):
 class Executor(Protocol):
     name: str
     shares_process: bool
-    """True when the work runs in this process: budgets, resume and the response cache apply."""
+    """True when the work runs in this process: budgets and the response cache apply."""
 
     async def run(self, work: Work[Item, Result], items: Sequence[Item]) -> list[Result]: ...
 
