@@ -55,3 +55,5 @@ def postgres_server() -> Iterator[PostgresServer]:
         pytest.skip(reason)
     with PostgresServer() as server:
         yield server
+        home = server.data_dir.parent
+    assert not home.exists(), "the server's folder is removed"

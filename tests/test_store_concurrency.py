@@ -14,7 +14,7 @@ from consortium.runtime.pgserver import PostgresServer
 from consortium.runtime.store import CallRecord, TraceStore, calls
 
 WRITERS = 8
-CALLS_EACH = 150
+CALLS_EACH = 100
 
 
 def write_calls(url: str, run_id: str, writer: int, start: Any, ids: Any) -> None:

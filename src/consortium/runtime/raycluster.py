@@ -1,11 +1,13 @@
 """A Ray cluster on one machine, node by node, as `ray start` starts one on many: a head and
-worker nodes, each its own `ray start --block` process on 127.0.0.1 with its own `--num-cpus`,
-ports and temporary folder (tests, benchmarks, trying `--executor ray --ray-address` locally).
+worker nodes, each its own `ray start --block` process with its own `--num-cpus`, ports and
+temporary folder (tests, benchmarks, trying `--executor ray --ray-address` locally).
 
-Every node runs in its own session, so stopping one ends its process group; the processes a node
-started elsewhere are found by the node's own temporary folder in their command line (never by a
-program name: other Ray instances on the machine are left alone). `kill_raylet(i)` SIGKILLs one
-worker node's raylet, as a machine lost under a running job.
+The nodes use the loopback address 127.0.0.2: Ray replaces 127.0.0.1 by the machine's network
+address, but keeps any other loopback address, so no traffic leaves loopback. Every node runs in
+its own session; stopping one ends its process group, the processes naming its temporary folder
+and their descendants (the raylet's workers), never processes found by a program name, so other
+Ray instances on the machine are left alone. `kill_raylet(i)` SIGKILLs one worker node's raylet,
+as a machine lost under a running job.
 """
 
 from __future__ import annotations
@@ -31,9 +33,9 @@ HOST = "127.0.0.2"
 STARTED = "Ray runtime started"
 IDLE_TITLES = {"ray::IDLE", "ray::DashboardAgent", "ray::RuntimeEnvAgent"}
 DRIVER_ENV = {"RAY_AUTH_MODE": "disabled"}
-"""What a driver's environment needs to join: a head finding a token in ~/.ray (left by any
-earlier Ray on the machine) would turn token authentication on, which the workers then lack.
-Everything listens on loopback addresses only."""
+"""What a driver's environment needs to join (the nodes get it too): with a token file in
+~/.ray (Ray 2.60 writes one), a head turned token authentication on while the workers joining it
+sent no token and were refused. The cluster is reachable on loopback only."""
 
 
 @dataclass
