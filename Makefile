@@ -6,12 +6,12 @@ REPLAY_DATA ?= ../shared/data/routerdc
 BENCHMARKS ?= ../shared/data/benchmarks
 DEMO_ARGS ?=
 
-.PHONY: install demo test lint bench bench-litellm train compare evolve reliability real real-conductor real-pool real-pool-stop clean
+.PHONY: install demo test test-cluster lint bench bench-litellm train compare evolve reliability real real-conductor real-pool real-pool-stop clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF" $(BIN)/pip install -q -e ".[dev,coord,otel,ray,local]"
+	CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF" $(BIN)/pip install -q -e ".[dev,coord,otel,ray,local,postgres]"
 	touch $@
 
 install: $(VENV)/.installed
@@ -26,7 +26,12 @@ lint: install
 
 test: lint
 	bash scripts/system-deps.sh
-	CONSORTIUM_REPLAY_DATA=$(REPLAY_DATA) CONSORTIUM_BENCHMARKS=$(BENCHMARKS) $(BIN)/pytest -q -n 2 --dist loadfile --durations=15
+	CONSORTIUM_REPLAY_DATA=$(REPLAY_DATA) CONSORTIUM_BENCHMARKS=$(BENCHMARKS) $(BIN)/pytest -q -n 2 --dist loadfile --durations=15 -m "not cluster"
+
+# A Ray head + two worker nodes (`ray start`) and a PostgreSQL server, on loopback: a few minutes.
+test-cluster: install
+	bash scripts/system-deps.sh
+	CONSORTIUM_REPLAY_DATA=$(REPLAY_DATA) CONSORTIUM_BENCHMARKS=$(BENCHMARKS) $(BIN)/pytest -q -n 0 --durations=10 -m cluster
 
 train: install
 	HF_HUB_OFFLINE=1 $(BIN)/python scripts/trinity_report.py --data $(REPLAY_DATA)

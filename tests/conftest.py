@@ -10,6 +10,7 @@ from consortium.pool.config import PoolConfig
 from consortium.replay.data import ReplayData, load_replay
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
+from consortium.runtime.pgserver import PostgresServer, server_programs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,3 +42,18 @@ def replay_server(replay_dir: Path) -> Iterator[ReplayServerProcess]:
 def split2_workers(replay_data: ReplayData, replay_server: ReplayServerProcess) -> PoolConfig:
     """The 7 open models of split2 on the session's replay server, as a pool."""
     return replay_pool(replay_data, replay_server.base_url, replay_data.models["split2"])
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of the machine's own in a temporary folder, on a loopback port;
+    stopped and removed after the session (`scripts/system-deps.sh` installs it as root)."""
+    if server_programs() is None:
+        reason = "PostgreSQL is not installed (apt-get install postgresql)"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    with PostgresServer() as server:
+        yield server
+        home = server.data_dir.parent
+    assert not home.exists(), "the server's folder is removed"

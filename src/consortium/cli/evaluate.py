@@ -19,6 +19,7 @@ from consortium.cli.options import (
     TaskCallsOption,
     TaskTokensOption,
     TracesOption,
+    in_range,
 )
 
 
@@ -47,7 +48,9 @@ def evaluate(
             "or when no --policy is given."
         ),
     ] = None,
-    concurrency: Annotated[int, typer.Option(help="Tasks in flight at once.")] = 32,
+    concurrency: Annotated[
+        int, typer.Option(help="Tasks in flight at once.", callback=in_range("--concurrency", 1))
+    ] = 32,
     seed: Annotated[int, typer.Option(help="Seed of the random router.")] = 0,
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Write the report as JSON.")

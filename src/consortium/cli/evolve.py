@@ -14,6 +14,7 @@ from consortium.cli.options import (
     PoolOption,
     RayAddressOption,
     TracesOption,
+    in_range,
 )
 from consortium.core.errors import ConsortiumError
 
@@ -48,7 +49,10 @@ def evolve(
         ),
     ] = None,
     rounds: Annotated[
-        int, typer.Option(help="Rounds to run (a resumed loop runs up to this).")
+        int,
+        typer.Option(
+            help="Rounds to run (a resumed loop runs up to this).", callback=in_range("--rounds", 1)
+        ),
     ] = 5,
     start: Annotated[
         str | None,
@@ -57,8 +61,13 @@ def evolve(
             "accurate on the first tuning batch."
         ),
     ] = None,
-    batch: Annotated[int, typer.Option(help="Tuning tasks per round.")] = 200,
-    heldout_batch: Annotated[int, typer.Option(help="Held-out tasks per round.")] = 400,
+    batch: Annotated[
+        int, typer.Option(help="Tuning tasks per round.", callback=in_range("--batch", 1))
+    ] = 200,
+    heldout_batch: Annotated[
+        int,
+        typer.Option(help="Held-out tasks per round.", callback=in_range("--heldout-batch", 1)),
+    ] = 400,
     proposers: Annotated[
         str, typer.Option(help="Proposers to run each round, comma-separated.")
     ] = "cluster-specialists,escalation,templates,prune,retrain-trinity",
@@ -101,7 +110,9 @@ def evolve(
         typer.Option(help="Held-out tasks per dataset in the final comparison (default: all)."),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the batches and the bootstrap.")] = 0,
-    concurrency: Annotated[int, typer.Option(help="Tasks in flight at once.")] = 32,
+    concurrency: Annotated[
+        int, typer.Option(help="Tasks in flight at once.", callback=in_range("--concurrency", 1))
+    ] = 32,
     resume: Annotated[bool, typer.Option(help="Continue the loop in OUT.")] = False,
     executor: ExecutorOption = "local",
     ray_address: RayAddressOption = None,

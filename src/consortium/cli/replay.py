@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from consortium.cli.app import err_console, replay_app
+from consortium.cli.options import PORT
 from consortium.core.errors import ConsortiumError
 from consortium.pool.config import dump_pool
 
@@ -23,7 +24,7 @@ def replay_serve(
         ),
     ],
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
+    port: Annotated[int, typer.Option(help="Port to listen on.", callback=PORT)] = 8765,
     seed: Annotated[int, typer.Option(help="Seed of the replayed draws.")] = 0,
     coupling: Annotated[
         str,

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 from consortium.cli.app import app, err_console
 from consortium.cli.options import (
     DEFAULT_TRACES,
+    PORT,
     PoolOption,
     TracesOption,
 )
@@ -34,7 +35,7 @@ def serve(
         ),
     ],
     host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    port: Annotated[int, typer.Option(help="Port to listen on.", callback=PORT)] = 8000,
     name: Annotated[str, typer.Option(help="The model id clients ask for.")] = "consortium",
     token_env: Annotated[
         str,

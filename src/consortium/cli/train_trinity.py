@@ -17,6 +17,7 @@ from consortium.cli.options import (
     PopsizeOption,
     RayAddressOption,
     SigmaOption,
+    in_range,
 )
 from consortium.core.errors import ConsortiumError
 from consortium.pool.config import load_pool
@@ -41,7 +42,8 @@ def train_trinity(
     ],
     out: Annotated[Path, typer.Option(help="Policy directory to write (and resume from).")],
     generations: Annotated[
-        int, typer.Option(help="Generations (iterations).")
+        int,
+        typer.Option(help="Generations (iterations).", callback=in_range("--generations", 1)),
     ] = ONLINE.generations,
     popsize: PopsizeOption = ONLINE.popsize,
     minibatch: MinibatchOption = ONLINE.minibatch,
@@ -49,7 +51,9 @@ def train_trinity(
     seed: Annotated[int, typer.Option(help="Seed of everything random.")] = ONLINE.seed,
     optimizer: Annotated[str, typer.Option(help="es (sep-CMA-ES), reinforce or random.")] = "es",
     components: ComponentsOption = 16,
-    max_turns: Annotated[int, typer.Option(help="Turns per task (paper: 5).")] = 1,
+    max_turns: Annotated[
+        int, typer.Option(help="Turns per task (paper: 5).", callback=in_range("--max-turns", 1))
+    ] = 1,
     roles: Annotated[str, typer.Option(help="Roles the head may pick.")] = "worker",
     sample: Annotated[
         bool,
@@ -150,7 +154,11 @@ def train_router(
         str, typer.Option(help="imitation (the paper's SFT baseline first) or none.")
     ] = ROUTER.warm_start,
     rollouts: Annotated[
-        int, typer.Option(help="Budget: questions answered by candidates, summed.")
+        int,
+        typer.Option(
+            help="Budget: questions answered by candidates, summed.",
+            callback=in_range("--rollouts", 1),
+        ),
     ] = RECORDED.rollouts,
     popsize: PopsizeOption = RECORDED.popsize,
     minibatch: MinibatchOption = RECORDED.minibatch,

@@ -7,6 +7,7 @@ ConsortiumError
 ├── CoordinatorError       a policy cannot be built or run as asked
 │   └── WorkflowError      a conductor's workflow cannot be run (coord.conductor.workflow)
 ├── AgentError             a backend call failed after its retries
+├── ClusterError           a remote executor lost work (a node died) after its retries
 └── BudgetExceeded         a call refused before it was made
 """
 
@@ -40,6 +41,10 @@ class AgentError(ConsortiumError):
         super().__init__(f"model {model!r}: {message}")
         self.model = model
         self.status = status
+
+
+class ClusterError(ConsortiumError):
+    """A remote executor lost work after its retries (a node died, a worker crashed)."""
 
 
 class BudgetExceeded(ConsortiumError):

@@ -152,8 +152,6 @@ def run_evaluation(config: EvalConfig, progress: Progress | None = None) -> Eval
     executor = make_executor(config.executor, config.ray_address)
     if not executor.shares_process and config.max_cost is not None:
         raise ConfigError("--max-cost caps one process's spending; it needs --executor local")
-    if not executor.shares_process and config.resume is not None:
-        raise ConfigError("--resume runs with --executor local")
     store = TraceStore(config.traces)
     tasks_label = config.tasks if isinstance(config.tasks, str) else task_set.description
     settings = {"tasks": tasks_label, "policies": [_name(p) for p in chosen]}
@@ -185,6 +183,7 @@ def run_evaluation(config: EvalConfig, progress: Progress | None = None) -> Eval
                 deadline=config.task_deadline,
                 on_done=advance,
                 finished=finished,
+                resumable=True,
             )
         return {c.name: results for c, results in zip(coordinators, per_policy, strict=True)}
 

@@ -187,18 +187,28 @@ class PolicyOnTasks:
     concurrency: int = 32
     task_limits: Limits | None = None
     deadline: float | None = None
+    resumable: bool = False
+    """Skip the tasks whose result the run already stored for this policy (a job re-run after
+    its node was lost, a resumed run): each task's result is stored once."""
 
     async def __call__(self, part: PolicyPart, caller: Caller) -> list[TaskResult]:
         index, tasks = part
-        return await run_policy(
-            self.builders[index](caller.pool.config),
-            tasks,
+        coordinator = self.builders[index](caller.pool.config)
+        stored: dict[str, TaskResult] = {}
+        if self.resumable and caller.store is not None:
+            found = stored_results(caller.store, caller.run_id, tasks).get(coordinator.name, [])
+            stored = {result.task.id: result for result in found}
+        fresh = await run_policy(
+            coordinator,
+            [task for task in tasks if task.id not in stored],
             self.grader,
             caller,
             concurrency=self.concurrency,
             task_limits=self.task_limits,
             deadline=self.deadline,
         )
+        by_id = stored | {result.task.id: result for result in fresh}
+        return [by_id[task.id] for task in tasks]
 
 
 async def evaluate_on(
@@ -214,12 +224,16 @@ async def evaluate_on(
     on_done: Callable[[TaskResult], None] | None = None,
     finished: Mapping[str, Sequence[TaskResult]] | None = None,
     shards_per_policy: int = 4,
+    resumable: bool = False,
 ) -> list[list[TaskResult]]:
     """Each policy on all tasks; results in task order, one list per policy. A policy is its
     coordinator (run in this process) and its builder (which builds it in a worker). In this
     process the policies run in turn through `caller` (its budget and cache; `on_done` after each
     task; `finished`: results of an interrupted run, by policy name, not run again). On a remote
-    executor each policy's tasks run as `shards_per_policy` jobs, traced like `caller`."""
+    executor each policy's tasks run as `shards_per_policy` jobs, traced like `caller`; with
+    `resumable` (every task once per policy in the run, as in `eval`) a job skips the tasks whose
+    result the run already stored, so a job re-run after a lost node, or a resumed run, stores
+    each result once."""
     parts = shards(tasks, shards_per_policy)
     items = [(index, part) for index in range(len(policies)) for part in parts]
 
@@ -242,7 +256,7 @@ async def evaluate_on(
         return [next(done[index]) for index, _ in items]
 
     body = PolicyOnTasks(
-        tuple(build for _, build in policies), grader, concurrency, task_limits, deadline
+        tuple(build for _, build in policies), grader, concurrency, task_limits, deadline, resumable
     )
     work = Work(in_process, lambda: RemoteJob.like(caller, body))
     done = await executor.run(work, items)

@@ -15,11 +15,12 @@ must be reachable from every machine (a Postgres URL, not a local SQLite file).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from consortium.core.errors import ConfigError
+from consortium.core.errors import ClusterError, ConfigError, ConsortiumError
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -39,7 +40,7 @@ class Work(Generic[Item, Result]):
 class Executor(Protocol):
     name: str
     shares_process: bool
-    """True when the work runs in this process: budgets, resume and the response cache apply."""
+    """True when the work runs in this process: budgets and the response cache apply."""
 
     async def run(self, work: Work[Item, Result], items: Sequence[Item]) -> list[Result]: ...
 
@@ -58,8 +59,14 @@ def _apply(function: Callable[[Any], Any], item: Any) -> Any:
     return function(item)
 
 
+TASK_RETRIES = 3
+"""Times Ray runs a job again when its worker or node is lost (not when the job raises)."""
+
+
 class RayExecutor:
-    """The work's remote form, one Ray task per item."""
+    """The work's remote form, one Ray task per item. A job whose node dies is run again on
+    another node (up to `TASK_RETRIES` times); past that the run stops with a `ClusterError`, and
+    a job's own error (e.g. an `AgentError`) comes back as itself."""
 
     name = "ray"
     shares_process = False
@@ -72,21 +79,42 @@ class RayExecutor:
                 "--executor ray needs the ray extra: pip install 'consortium[ray]'"
             ) from None
         if not ray.is_initialized():
-            ray.init(
-                address=address,
-                num_cpus=num_cpus if address is None else None,
-                include_dashboard=False,
-                log_to_driver=False,
-            )
+            try:
+                ray.init(
+                    address=address,
+                    num_cpus=num_cpus if address is None else None,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                )
+            except (ConnectionError, RuntimeError, ValueError) as error:
+                where = f"the Ray cluster at {address}" if address else "a local Ray instance"
+                raise ConfigError(f"cannot start or join {where}: {error}") from None
         self._ray = ray
-        self._remote = ray.remote(_apply)
+        self._remote = ray.remote(max_retries=TASK_RETRIES)(_apply)
 
     async def run(self, work: Work[Item, Result], items: Sequence[Item]) -> list[Result]:
         return await asyncio.to_thread(self._map, work.remote(), items)
 
     def _map(self, function: Callable[[Item], Result], items: Sequence[Item]) -> list[Result]:
         shared = self._ray.put(function)  # shipped once, not once per item
-        return list(self._ray.get([self._remote.remote(shared, item) for item in items]))
+        pending = [self._remote.remote(shared, item) for item in items]
+        try:
+            return list(self._ray.get(pending))
+        except self._ray.exceptions.RayTaskError as error:
+            if isinstance(error.cause, ConsortiumError):
+                raise error.cause from None
+            raise
+        except self._ray.exceptions.RayError as error:
+            for job in pending:
+                with contextlib.suppress(Exception):  # finished, or on a node that is gone
+                    self._ray.cancel(job, force=True)
+            first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            raise ClusterError(
+                f"the Ray cluster lost a job after {TASK_RETRIES} retries "
+                f"({type(error).__name__}: {first_line[:200]}); the tasks that finished are in "
+                "the trace store: run the command again with --resume (eval: --resume RUN_ID, "
+                "from `consortium traces list`)"
+            ) from None
 
 
 def make_executor(name: str, address: str | None = None) -> Executor:
