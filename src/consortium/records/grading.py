@@ -1,0 +1,88 @@
+"""Verdicts by the project's own graders, per answer kind: math-verify for numbers and LaTeX,
+letters for choices, dates for DATE, the sandbox with the task's own tests for code.
+
+`grade` returns (extracted answer, verdict); the verdict is None when the row cannot be graded
+(no reference, no response)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from consortium.records.schema import AnswerKind
+from consortium.sandbox.runner import Sandbox
+from consortium.tasks.base import Task
+from consortium.tasks.choice import extract_choice
+from consortium.tasks.code import CodeGrader, extract_code
+from consortium.tasks.dates import extract_date, normalise_date
+from consortium.tasks.math import MAX_ANSWER_CHARS, equivalent, extract_answer
+
+GRADER_NAMES: dict[str, str] = {
+    "number": "consortium.tasks.math (extract_answer + math-verify equivalence)",
+    "latex": "consortium.tasks.math (extract_answer + math-verify equivalence)",
+    "choice": "consortium.tasks.choice.extract_choice (letter equality)",
+    "date": "consortium.tasks.dates (MM/DD/YYYY, compared as dates)",
+    "code": "consortium.tasks.code.CodeGrader (the task's own tests in the sandbox)",
+    "text": "none (no grader for free text)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    answer: str | None
+    correct: bool | None
+
+
+def grade_math(reference: str | None, response: str | None) -> Verdict:
+    if response is None or not response.strip():
+        return Verdict(None, False if reference is not None else None)
+    extracted, _ = extract_answer(response)
+    if reference is None:
+        return Verdict(extracted, None)
+    if extracted is None or len(extracted) > MAX_ANSWER_CHARS:
+        return Verdict(extracted, False)
+    return Verdict(extracted, equivalent(reference, extracted))
+
+
+def grade_choice(reference: str | None, response: str | None, letters: str) -> Verdict:
+    chosen = extract_choice(response, letters) if response else None
+    if reference is None:
+        return Verdict(chosen, None)
+    return Verdict(chosen, chosen == reference.strip().upper())
+
+
+def grade_date(reference: str | None, response: str | None) -> Verdict:
+    stated = extract_date(response) if response else None
+    if reference is None:
+        return Verdict(stated, None)
+    return Verdict(stated, stated is not None and stated == normalise_date(reference))
+
+
+class CodeVerdicts:
+    """Code verdicts through the sandbox; one grader (and sandbox) for a whole import."""
+
+    def __init__(self, sandbox: Sandbox | None = None) -> None:
+        self.grader = CodeGrader(sandbox)
+
+    def grade(self, task_meta: Mapping[str, Any], response: str | None) -> Verdict:
+        if task_meta.get("format") not in ("humaneval", "mbpp"):
+            return Verdict(extract_code(response) if response else None, None)
+        if response is None or not response.strip():
+            return Verdict(None, False)
+        task = Task("code", str(task_meta.get("prompt", "")), "code", "test", None, dict(task_meta))
+        grade = self.grader.grade(task, response)
+        return Verdict(extract_code(response), grade.correct)
+
+
+def grade_text(
+    kind: AnswerKind, reference: str | None, response: str | None, letters: str = "ABCD"
+) -> Verdict:
+    """Any kind but code (which needs the task's tests: `CodeVerdicts`)."""
+    if kind in ("number", "latex"):
+        return grade_math(reference, response)
+    if kind == "choice":
+        return grade_choice(reference, response, letters)
+    if kind == "date":
+        return grade_date(reference, response)
+    return Verdict(None, None)
