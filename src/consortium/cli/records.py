@@ -112,3 +112,70 @@ def records_show(
             f"{'—' if s.agreement is None else f'{s.agreement:.2f}'}%",
             highlight=False,
         )
+
+
+@records_app.command("import-file")
+def records_import_file(
+    paths: Annotated[list[Path], typer.Argument(help="Source files (or folders) of one layout.")],
+    layout: Annotated[
+        str,
+        typer.Option(
+            help="rereading, modelswitch, mot-cascade, humaneval-runs, routerbench, "
+            "split2-choice or split2-sampled."
+        ),
+    ],
+    dataset: Annotated[str, typer.Option(help="The data set's name.")],
+    kind: Annotated[
+        str, typer.Option(help="Answer kind: number, latex, choice, code, date or text.")
+    ],
+    out: Annotated[Path, typer.Option(help="The records folder to write.")],
+    model: Annotated[
+        str | None, typer.Option(help="Model name, where the file does not say it.")
+    ] = None,
+    method: Annotated[
+        str, typer.Option(help="rereading: the method object (cot, vanilla …).")
+    ] = "",
+    mbpp_tests: Annotated[
+        Path | None, typer.Option(help="routerbench MBPP: an mbpp.jsonl with the tasks' tests.")
+    ] = None,
+    repo: Annotated[str, typer.Option(help="Where the files come from (for the manifest).")] = (
+        "unknown"
+    ),
+    commit: Annotated[str, typer.Option(help="The source's commit (for the manifest).")] = (
+        "unknown"
+    ),
+    licence: Annotated[str, typer.Option(help="The source's licence note.")] = "not stated",
+) -> None:
+    """Import files of a known layout as one data set, naming the data set, its answer kind and
+    the model on the command line.
+
+    Example:
+
+      consortium records import-file a.jsonl --layout rereading --model m \\
+        --dataset gsm8k --kind number --out records/mine
+    """
+    from typing import get_args
+
+    from consortium.records.errors import RecordsError
+    from consortium.records.layouts import import_files
+    from consortium.records.schema import AnswerKind
+    from consortium.records.store import write_records
+
+    if kind not in get_args(AnswerKind):
+        raise RecordsError(
+            f"--kind: expected one of {', '.join(get_args(AnswerKind))}, got {kind!r}"
+        )
+    manifest, rows = import_files(
+        layout,
+        paths,
+        dataset=dataset,
+        kind=kind,  # type: ignore[arg-type]
+        model=model,
+        method=method,
+        mbpp_tests=mbpp_tests,
+        repo=repo,
+        commit=commit,
+        licence=licence,
+    )
+    write_records(out, manifest, rows)
+    console.print(f"{dataset}: {len(rows)} rows, {manifest.questions} questions -> {out}")

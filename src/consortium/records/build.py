@@ -15,9 +15,12 @@ from consortium.records.prices import LIST_PRICES, PRICE_NOTE, cost_of, tokens_o
 from consortium.records.rows import OutputRow, question_order
 from consortium.records.schema import SCHEMA_VERSION, AnswerKind, Manifest, Price, Source
 from consortium.records.split import split_rule
-from consortium.sandbox.runner import Sandbox
+from consortium.sandbox.runner import Sandbox, SandboxLimits
 
 Progress = Callable[[int, int], None]
+IMPORT_LIMITS = SandboxLimits(cpu_seconds=5, wall_seconds=10.0)
+"""Per program graded during an import (HumanEval's own harness allows 3 s); a recorded program
+that loops is wrong, and 9,600 Llama programs must not take 20 s each."""
 
 
 @dataclass
@@ -63,7 +66,7 @@ def _verdicts(
     progress: Progress | None,
     workers: int,
 ) -> list[Verdict]:
-    sandbox = Sandbox()
+    sandbox = Sandbox(IMPORT_LIMITS)
     code = CodeVerdicts(sandbox)
     total = len(outputs)
     done = 0
@@ -202,6 +205,11 @@ def build_dataset(
             "per 4 characters) from the question text and the response as stored; the real "
             "prompts (few-shot examples, instructions) were longer, so input tokens and costs are "
             "underestimates"
+        )
+    if kind == "code" or any(o.program for o in outputs):
+        declared.append(
+            f"programs run in the sandbox with {IMPORT_LIMITS.cpu_seconds} s CPU and "
+            f"{IMPORT_LIMITS.wall_seconds:g} s wall time each"
         )
     if used_prices:
         declared.append(PRICE_NOTE)
