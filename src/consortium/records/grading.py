@@ -6,6 +6,7 @@ letters for choices, dates for DATE, the sandbox with the task's own tests for c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -71,6 +72,21 @@ def grade_date(reference: str | None, response: str | None) -> Verdict:
     return Verdict(stated, stated is not None and stated == normalise_date(reference))
 
 
+_CALLED = re.compile(r"assert\s+(?:not\s+)?\(?\s*(?:[\w.]+\()?\s*([A-Za-z_]\w*)\(")
+_TOP_DEF = re.compile(r"^def\s+([A-Za-z_]\w*)\s*\(", re.MULTILINE)
+
+
+def bind_tested_name(code: str, tests: list[str]) -> str:
+    """The response's code, plus `tested_name = its_last_function` when the tests call a name the
+    code does not define (RouterBench's MBPP prompts did not show the tests, so the models chose
+    their own function names)."""
+    called = next((m.group(1) for m in map(_CALLED.search, tests) if m), None)
+    defined = _TOP_DEF.findall(code)
+    if called is None or not defined or called in defined:
+        return code
+    return f"{code}\n\n{called} = {defined[-1]}\n"
+
+
 class CodeVerdicts:
     """Code verdicts through the sandbox; one grader (and sandbox) for a whole import."""
 
@@ -83,6 +99,8 @@ class CodeVerdicts:
         if response is None or not response.strip():
             return Verdict(None, False)
         task = Task("code", str(task_meta.get("prompt", "")), "code", "test", None, dict(task_meta))
+        if task_meta.get("bind_name") and task_meta.get("format") == "mbpp":
+            response = bind_tested_name(extract_code(response), list(task_meta["test_list"]))
         grade = self.grader.grade(task, response)
         return Verdict(extract_code(response), grade.correct)
 
