@@ -23,7 +23,6 @@ from consortium.pool import build_agent
 from consortium.pool.base import Agent
 from consortium.pool.config import ModelConfig, PoolConfig
 from consortium.records.errors import RecordsError
-from consortium.records.grading import GRADER_NAMES
 from consortium.records.rows import OutputRow
 from consortium.records.schema import (
     SCHEMA_VERSION,
@@ -306,7 +305,7 @@ def record(request: RecordRequest, progress: Progress | None = None) -> RecordRe
             )
         ],
         licence="outputs of the pool's models; their providers' terms apply",
-        grader=GRADER_NAMES[recorder.kind] if request.kind else request.tasks.description,
+        grader=f"{type(request.tasks.grader).__module__}.{type(request.tasks.grader).__name__}",
         split=split_rule(),
         prices={
             c.name: Price(
@@ -325,7 +324,14 @@ def record(request: RecordRequest, progress: Progress | None = None) -> RecordRe
         ],
         created_by=request.created_by,
     )
-    rows = [done[key] for key in sorted(done)]
+    wanted = {
+        (task.id, name, sample)
+        for task in request.tasks.tasks
+        for name in names
+        for sample in range(request.samples)
+    }
+    # a journal may hold calls of a larger run (other models, more samples): not this folder's
+    rows = [done[key] for key in sorted(done) if key in wanted]
     records = write_records(out, manifest, rows)
     return RecordResult(
         records,
