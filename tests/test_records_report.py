@@ -65,3 +65,21 @@ def test_the_tested_name_is_bound_only_when_missing() -> None:
     assert namespace["check_odd"](3) is True  # type: ignore[operator]
     assert bind_tested_name(code, ["assert is_odd(3)"]) == code
     assert bind_tested_name("x = 1", ["assert f(1) == 2"]) == "x = 1"
+
+
+def test_code_llama_tags_and_bound_names_are_graded_by_the_mbpp_tests() -> None:
+    from consortium.records.grading import CodeVerdicts
+
+    meta = {
+        "format": "mbpp",
+        "test_list": [
+            "assert check_type((5, 6, 7)) == True",
+            'assert check_type((1, "4")) == False',
+        ],
+        "test_setup_code": "",
+        "bind_name": True,
+    }
+    right = "[PYTHON]\ndef same_type(t):\n    return len(set(map(type, t))) <= 1\n[/PYTHON]\n"
+    wrong = "[PYTHON]\ndef same_type(t):\n    return True\n[/PYTHON]\n[TESTS]\n[/TESTS]"
+    assert CodeVerdicts().grade(meta, right).correct is True
+    assert CodeVerdicts().grade(meta, wrong).correct is False

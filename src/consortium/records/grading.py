@@ -73,6 +73,7 @@ def grade_date(reference: str | None, response: str | None) -> Verdict:
 
 
 _CALLED = re.compile(r"assert\s+(?:not\s+)?\(?\s*(?:[\w.]+\()?\s*([A-Za-z_]\w*)\(")
+_TAGGED = re.compile(r"\[PYTHON\]\n?(.*?)\[/PYTHON\]", re.DOTALL)
 _TOP_DEF = re.compile(r"^def\s+([A-Za-z_]\w*)\s*\(", re.MULTILINE)
 
 
@@ -100,7 +101,9 @@ class CodeVerdicts:
             return Verdict(None, False)
         task = Task("code", str(task_meta.get("prompt", "")), "code", "test", None, dict(task_meta))
         if task_meta.get("bind_name") and task_meta.get("format") == "mbpp":
-            response = bind_tested_name(extract_code(response), list(task_meta["test_list"]))
+            tagged = _TAGGED.search(response)  # Code Llama's [PYTHON] … [/PYTHON]
+            code = tagged.group(1) if tagged else extract_code(response)
+            response = bind_tested_name(code, list(task_meta["test_list"]))
         grade = self.grader.grade(task, response)
         return Verdict(extract_code(response), grade.correct)
 
