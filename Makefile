@@ -4,9 +4,10 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 REPLAY_DATA ?= ../shared/data/routerdc
 BENCHMARKS ?= ../shared/data/benchmarks
+REAL_OUTPUTS ?= ../shared/data
 DEMO_ARGS ?=
 
-.PHONY: install demo test test-cluster lint bench bench-litellm train compare evolve reliability real real-conductor real-pool real-pool-stop clean
+.PHONY: install demo test test-cluster lint records bench bench-litellm train compare evolve reliability real real-conductor real-pool real-pool-stop clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +33,10 @@ test: lint
 test-cluster: install
 	bash scripts/system-deps.sh
 	CONSORTIUM_REPLAY_DATA=$(REPLAY_DATA) CONSORTIUM_BENCHMARKS=$(BENCHMARKS) $(BIN)/pytest -q -n 0 --durations=10 -m cluster
+
+# The recorded corpora in the records format (records/, git-ignored) and the import table.
+records: install
+	$(BIN)/consortium records import --data $(REAL_OUTPUTS) --out records --report reports/records-import.md
 
 train: install
 	HF_HUB_OFFLINE=1 $(BIN)/python scripts/trinity_report.py --data $(REPLAY_DATA)

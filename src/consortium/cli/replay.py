@@ -16,13 +16,21 @@ from consortium.pool.config import dump_pool
 @replay_app.command("serve")
 def replay_serve(
     data: Annotated[
-        Path,
+        Path | None,
         typer.Option(
             "--data",
             envvar="CONSORTIUM_REPLAY_DATA",
             help="The recorded data folder (routerdc: split2_model7/, routerbench_zs/).",
         ),
-    ],
+    ] = None,
+    records: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--records",
+            help="A records folder (consortium records import); repeat for several. Served "
+            "with their texts: the k-th ask for a question gets the k-th recorded sample.",
+        ),
+    ] = None,
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.", callback=PORT)] = 8765,
     seed: Annotated[int, typer.Option(help="Seed of the replayed draws.")] = 0,
@@ -85,6 +93,8 @@ def replay_serve(
     Example:
 
       consortium replay serve --data ../shared/data/routerdc --write-pool pool.toml
+
+      consortium replay serve --records records/gsm8k --records records/math --port 8766
     """
     from consortium.replay.data import SOURCES, load_replay
     from consortium.replay.pool import replay_pool
@@ -103,7 +113,15 @@ def replay_serve(
     unknown = [name for name in chosen if name not in SOURCES]
     if unknown or not chosen:
         raise ConsortiumError(f"--sources: expected some of {', '.join(SOURCES)}, got {sources!r}")
-    recorded = load_replay(data, sources=chosen)  # type: ignore[arg-type]
+    if data is None and not records:
+        raise ConsortiumError("give --data (the RouterDC folder) or --records (records folders)")
+    recorded = load_replay(data, sources=chosen) if data is not None else None  # type: ignore[arg-type]
+    if records:
+        from consortium.replay.records import load_records_replay, merged
+
+        served = load_records_replay(records)
+        recorded = served if recorded is None else merged(recorded, served)
+    assert recorded is not None
     if write_pool is not None:
         # atomic, so that `pool check --wait` never reads half a file
         partial = write_pool.with_name(write_pool.name + ".partial")

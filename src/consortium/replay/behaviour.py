@@ -11,6 +11,9 @@ parameter (0 when absent): repeating a request repeats its answer, a new seed dr
 The recorded data hold no reference answers for split2 questions, so a right answer is written as
 "The answer is <reference token>" and a wrong one with a token unique to (model, sample): a declared
 stand-in for the answer text, graded by `consortium.replay.tasks.ReplayGrader`.
+
+A record from a records folder (consortium.records) answers with its k-th recorded sample, k the
+sample index; past the last recorded sample it raises `SamplesExhausted`, never reuses one.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Literal
 
 from consortium.core.answers import ANSWER_PREFIX
 from consortium.core.draws import uniform
+from consortium.records.errors import SamplesExhausted
 from consortium.replay.data import ReplayRecord, reference_token
 
 Coupling = Literal["shared", "independent"]
@@ -43,6 +47,11 @@ def replay_answer(
     coupling: Coupling = "shared",
 ) -> ReplayAnswer:
     p = record.p_correct[model]
+    if record.samples is not None:
+        recorded = record.samples[model]
+        if not 0 <= sample < len(recorded):
+            raise SamplesExhausted(model, record.question_id or record.id, sample, len(recorded))
+        return ReplayAnswer(recorded[sample].text, recorded[sample].correct)
     if record.responses is not None:
         return ReplayAnswer(record.responses[model], p >= 1.0)
     key = (seed, record.question) if coupling == "shared" else (seed, record.question, model)

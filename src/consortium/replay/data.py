@@ -25,8 +25,11 @@ from typing import Literal
 
 from consortium.core.errors import ConfigError
 
-Source = Literal["split2", "routerbench"]
+Source = Literal["split2", "routerbench", "records"]
 SOURCES: tuple[Source, ...] = ("split2", "routerbench")
+"""The sources of the RouterDC data folder."""
+ALL_SOURCES: tuple[Source, ...] = (*SOURCES, "records")
+"""Those and records folders (consortium.replay.records)."""
 _FOLDERS: dict[Source, str] = {"split2": "split2_model7", "routerbench": "routerbench_zs"}
 Kind = Literal["sampled", "choice"]
 
@@ -61,6 +64,16 @@ ROUTERBENCH_FILES: dict[str, tuple[str, str]] = {
 
 
 @dataclass(frozen=True, slots=True)
+class RecordedSample:
+    """One recorded output of a records folder (consortium.records), served as recorded."""
+
+    text: str
+    correct: bool
+    tokens_in: int
+    tokens_out: int
+
+
+@dataclass(frozen=True, slots=True)
 class ReplayRecord:
     """One recorded question and how each model did on it."""
 
@@ -73,6 +86,10 @@ class ReplayRecord:
     """Probability that a replayed answer of each model is right (see module docstring)."""
     responses: dict[str, str] | None = None
     costs: dict[str, float] | None = None
+    samples: dict[str, tuple[RecordedSample, ...]] | None = None
+    """Records folders: each model's recorded samples, in sample order (the k-th ask gets the
+    k-th; there is no (k+1)-th beyond them)."""
+    question_id: str | None = None
 
     @property
     def id(self) -> str:
@@ -87,6 +104,8 @@ class ReplayData:
     duplicates_dropped: int = 0
     by_question: dict[str, list[ReplayRecord]] = field(default_factory=dict)
     models: dict[Source, list[str]] = field(default_factory=dict)
+    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Declared USD per million tokens (in, out) of models whose data carry prices (records)."""
 
     def __post_init__(self) -> None:
         for record in self.records:
@@ -98,7 +117,7 @@ class ReplayData:
 
     @property
     def all_models(self) -> list[str]:
-        return [m for source in SOURCES for m in self.models.get(source, [])]
+        return [m for source in ALL_SOURCES for m in self.models.get(source, [])]
 
     def lookup(self, question: str, model: str) -> ReplayRecord | None:
         for record in self.by_question.get(question.strip(), ()):
@@ -126,7 +145,7 @@ class ReplayData:
         folders: dict[str, list[str]] = {}
         for path in self.files:
             folder, _, name = path.rpartition("/")
-            if source is None or folder.endswith(_FOLDERS[source]):
+            if source is None or folder.endswith(_FOLDERS.get(source, "")):
                 folders.setdefault(folder, []).append(name)
         listed = "; ".join(f"{folder}/: {', '.join(names)}" for folder, names in folders.items())
         # The declared simulation parameters travel with every report that names this pool.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
@@ -15,18 +16,26 @@ class ReplayServerProcess(ChildServer):
     """`with ReplayServerProcess(data_dir) as server: server.base_url` …"""
 
     def __init__(
-        self, data_dir: str | Path, *extra_args: str, startup_timeout: float = 60.0
+        self,
+        data_dir: str | Path | None,
+        *extra_args: str,
+        startup_timeout: float = 60.0,
+        records: Sequence[str | Path] = (),
     ) -> None:
+        """`data_dir` None with `records`: a server of records folders only (the environment's
+        CONSORTIUM_REPLAY_DATA is not read)."""
+        data = ["--data", str(data_dir)] if data_dir is not None else []
         super().__init__(
             "replay",
             "serve",
-            "--data",
-            str(data_dir),
+            *data,
+            *[arg for folder in records for arg in ("--records", str(folder))],
             "--exit-with-parent",
             *extra_args,
             ready_path="/v1/models",
             label="replay server",
             startup_timeout=startup_timeout,
+            env={"CONSORTIUM_REPLAY_DATA": ""} if data_dir is None else None,
         )
 
     @property

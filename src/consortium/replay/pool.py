@@ -41,7 +41,7 @@ def replay_pool(
 ) -> PoolConfig:
     entries: list[ModelConfig | dict[str, object]] = []
     for model in models if models is not None else data.all_models:
-        price_in, price_out = LIST_PRICES.get(model, OPEN_MODEL_PRICE)
+        price_in, price_out = data.prices.get(model) or LIST_PRICES.get(model, OPEN_MODEL_PRICE)
         entries.append(
             {
                 "name": short_name(model),

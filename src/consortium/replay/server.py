@@ -34,10 +34,41 @@ from consortium.core.wire import (
     content_text,
     error_response,
 )
+from consortium.records.errors import SamplesExhausted
 from consortium.replay.behaviour import Coupling, replay_answer
 from consortium.replay.data import ReplayData, ReplayRecord
 
 PREFIX_LEN = 32
+SAMPLE_HEADER = "x-consortium-sample"
+"""The sample index a request asks for (0-based); else its `seed`; else derived (see below)."""
+
+
+def sample_index(
+    header: str | None, seed: object, record: ReplayRecord, model: str, messages: list[Any]
+) -> int | str:
+    """Which recorded sample answers: the request says so (header, else `seed`), or, for a
+    records question, the number of this model's recorded samples already in the transcript as
+    assistant turns (the k-th ask in a conversation gets the k-th sample). Never server state, so
+    a retried or resumed request gets the same answer. A string is the reason it is refused."""
+    if header is not None:
+        try:
+            index = int(header)
+        except ValueError:
+            return f"{SAMPLE_HEADER} must be an integer, got {header!r}"
+        return index if index >= 0 else f"{SAMPLE_HEADER} must be 0 or more"
+    if seed is not None:
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            return "seed must be an integer"
+        return seed
+    if record.samples is None:
+        return 0
+    texts = {sample.text.strip() for sample in record.samples[model]}
+    earlier = [
+        content_text(m.get("content")).strip()
+        for m in messages
+        if isinstance(m, dict) and m.get("role") == "assistant"
+    ]
+    return sum(text in texts for text in earlier)
 
 
 @dataclass(frozen=True)
@@ -206,9 +237,11 @@ class ReplayApp:
                 "only recorded questions",
                 "question_not_recorded",
             )
-        sample = body.get("seed") or 0
-        if not isinstance(sample, int):
-            return _error(400, "seed must be an integer", "invalid_request")
+        sample = sample_index(
+            request.headers.get(SAMPLE_HEADER), body.get("seed"), record, model, messages
+        )
+        if isinstance(sample, str):
+            return _error(400, sample, "invalid_request")
         key = (model, record.id, sample)
         fault = self._decide_fault(key)
         if isinstance(fault, int):
@@ -238,7 +271,13 @@ class ReplayApp:
                     "choices": [],
                 }
             )
-        answer = replay_answer(record, model, sample=sample, seed=self.seed, coupling=self.coupling)
+        try:
+            answer = replay_answer(
+                record, model, sample=sample, seed=self.seed, coupling=self.coupling
+            )
+        except SamplesExhausted as exhausted:
+            self.stats.faults["samples_exhausted"] += 1
+            return _error(404, f"samples exhausted: {exhausted}", "samples_exhausted")
         text, finish = answer.text, "stop"
         max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
         if isinstance(max_tokens, int) and estimate_tokens(text) > max_tokens:
@@ -247,6 +286,8 @@ class ReplayApp:
             estimate_tokens(content_text(m.get("content"))) for m in messages if isinstance(m, dict)
         )
         completion_tokens = estimate_tokens(text)
+        if record.samples is not None and finish == "stop":
+            completion_tokens = max(1, record.samples[model][sample].tokens_out)
         streaming = bool(body.get("stream"))
         # Streamed, the first token comes after the base latency and the rest as generated.
         delay = self.latency.base_seconds if streaming else self.latency.delay(completion_tokens)

@@ -1,0 +1,222 @@
+"""`consortium records …`: import recorded outputs into the records format, and inspect a folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from consortium.cli.app import console, err_console, records_app
+
+
+@records_app.command("import")
+def records_import(
+    data: Annotated[
+        Path,
+        typer.Option(
+            "--data",
+            envvar="CONSORTIUM_REAL_OUTPUTS",
+            help="The real-outputs folder (rereading/, modelswitch/, mot-cascade/, "
+            "humaneval-runs/, routerdc/, benchmarks/).",
+        ),
+    ] = Path("../shared/data"),
+    out: Annotated[Path, typer.Option(help="Where each data set's folder is written.")] = Path(
+        "records"
+    ),
+    only: Annotated[
+        str | None, typer.Option(help="Comma-separated corpora to import (default: all).")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option(help="Import only the first N questions of each (quick runs).")
+    ] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option(help="Write the import table here (.md, plus .json and -disagreements.csv)."),
+    ] = None,
+) -> None:
+    """Import every recorded corpus into one folder per data set (manifest.json +
+    outputs.parquet), re-grading each output with the project's graders.
+
+    Example:
+
+      consortium records import --out records --report reports/records-import.md
+    """
+    from rich.progress import Progress, TaskID
+
+    from consortium.records.corpora import RECIPES, import_corpus
+    from consortium.records.errors import RecordsError
+    from consortium.records.report import write_report
+    from consortium.records.store import write_records
+
+    names = [n for n in only.split(",") if n] if only else list(RECIPES)
+    unknown = [n for n in names if n not in RECIPES]
+    if unknown:
+        raise RecordsError(f"--only: unknown corpus {unknown[0]!r}; known: {', '.join(RECIPES)}")
+    written = []
+    with Progress(console=err_console, transient=True) as bar:
+        for name in names:
+            task = bar.add_task(f"{name}: grading", total=None)
+
+            def advance(done: int, total: int, task: TaskID = task) -> None:
+                bar.update(task, completed=done, total=total)
+
+            manifest, rows = import_corpus(name, data, limit=limit, progress=advance)
+            written.append(write_records(out / name, manifest, rows))
+            bar.remove_task(task)
+            err_console.print(
+                f"{name}: {len(rows)} rows, {manifest.questions} questions -> {out / name}"
+            )
+    if report is not None:
+        command = (
+            "consortium records import"
+            + (f" --only {only}" if only else "")
+            + (f" --limit {limit}" if limit else "")
+            + f" --report {report}"
+        )
+        summaries, disagreements = write_report(written, report, command)
+        console.print(
+            f"wrote {report} ({len(summaries)} data set × model rows, "
+            f"{len(disagreements)} disagreements)"
+        )
+
+
+@records_app.command("show")
+def records_show(
+    folder: Annotated[
+        Path, typer.Argument(help="A records folder (manifest.json + outputs.parquet).")
+    ],
+) -> None:
+    """Check a records folder against the format and print its table: per model, questions,
+    samples, accuracy by our graders and by the source.
+
+    Example:
+
+      consortium records show records/gsm8k
+    """
+    from consortium.records.report import summarise
+    from consortium.records.store import load_records
+
+    records = load_records(folder)
+    m = records.manifest
+    console.print(
+        f"{m.dataset}: {m.answer_kind}, {m.questions} questions, {records.table.num_rows} rows, "
+        f"schema {m.schema_version}"
+    )
+    summaries, _ = summarise(records)
+    for s in summaries:
+        console.print(
+            f"  {s.model}: {s.questions} questions, {s.samples} samples, ours "
+            f"{'—' if s.ours is None else f'{s.ours:.2f}'}%, source "
+            f"{'—' if s.source is None else f'{s.source:.2f}'}%, agreement "
+            f"{'—' if s.agreement is None else f'{s.agreement:.2f}'}%",
+            highlight=False,
+        )
+
+
+@records_app.command("import-file")
+def records_import_file(
+    paths: Annotated[list[Path], typer.Argument(help="Source files (or folders) of one layout.")],
+    layout: Annotated[
+        str,
+        typer.Option(
+            help="rereading, modelswitch, mot-cascade, humaneval-runs, routerbench, "
+            "split2-choice or split2-sampled."
+        ),
+    ],
+    dataset: Annotated[str, typer.Option(help="The data set's name.")],
+    kind: Annotated[
+        str, typer.Option(help="Answer kind: number, latex, choice, code, date or text.")
+    ],
+    out: Annotated[Path, typer.Option(help="The records folder to write.")],
+    model: Annotated[
+        str | None, typer.Option(help="Model name, where the file does not say it.")
+    ] = None,
+    method: Annotated[
+        str, typer.Option(help="rereading: the method object (cot, vanilla …).")
+    ] = "",
+    mbpp_tests: Annotated[
+        Path | None, typer.Option(help="routerbench MBPP: an mbpp.jsonl with the tasks' tests.")
+    ] = None,
+    repo: Annotated[str, typer.Option(help="Where the files come from (for the manifest).")] = (
+        "unknown"
+    ),
+    commit: Annotated[str, typer.Option(help="The source's commit (for the manifest).")] = (
+        "unknown"
+    ),
+    licence: Annotated[str, typer.Option(help="The source's licence note.")] = "not stated",
+) -> None:
+    """Import files of a known layout as one data set, naming the data set, its answer kind and
+    the model on the command line.
+
+    Example:
+
+      consortium records import-file a.jsonl --layout rereading --model m \\
+        --dataset gsm8k --kind number --out records/mine
+    """
+    from typing import get_args
+
+    from consortium.records.errors import RecordsError
+    from consortium.records.layouts import import_files
+    from consortium.records.schema import AnswerKind
+    from consortium.records.store import write_records
+
+    if kind not in get_args(AnswerKind):
+        raise RecordsError(
+            f"--kind: expected one of {', '.join(get_args(AnswerKind))}, got {kind!r}"
+        )
+    manifest, rows = import_files(
+        layout,
+        paths,
+        dataset=dataset,
+        kind=kind,  # type: ignore[arg-type]
+        model=model,
+        method=method,
+        mbpp_tests=mbpp_tests,
+        repo=repo,
+        commit=commit,
+        licence=licence,
+    )
+    write_records(out, manifest, rows)
+    console.print(f"{dataset}: {len(rows)} rows, {manifest.questions} questions -> {out}")
+
+
+@records_app.command("report")
+def records_report(
+    folders: Annotated[
+        list[Path], typer.Argument(help="Records folders (or one folder holding them).")
+    ],
+    report: Annotated[
+        Path, typer.Option(help="The table to write (.md, plus .json and -disagreements.csv).")
+    ],
+) -> None:
+    """Write the import table of records folders already imported (no re-grading).
+
+    Example:
+
+      consortium records report records --report reports/records-import.md
+    """
+    from consortium.records.report import write_report
+    from consortium.records.store import load_records
+
+    found: list[Path] = []
+    for folder in folders:
+        inside = sorted(p.parent for p in folder.glob("*/manifest.json"))
+        found += inside if inside and not (folder / "manifest.json").exists() else [folder]
+    loaded = [load_records(folder) for folder in found]
+    order = _corpus_order()
+    loaded.sort(key=lambda r: order.get(r.manifest.dataset, len(order)))
+    listed = " ".join(str(f) for f in folders)
+    summaries, disagreements = write_report(
+        loaded, report, f"consortium records report {listed} --report {report}"
+    )
+    console.print(
+        f"wrote {report} ({len(summaries)} data set × model rows, "
+        f"{len(disagreements)} disagreements)"
+    )
+
+
+def _corpus_order() -> dict[str, int]:
+    from consortium.records.corpora import RECIPES
+
+    return {name: index for index, name in enumerate(RECIPES)}

@@ -1,0 +1,1 @@
+"""One reader per source layout of recorded outputs; each yields `SourceOutput`s."""

@@ -1,0 +1,58 @@
+"""One recorded output as a plain object, and rows <-> an Arrow table."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, fields
+
+import pyarrow as pa
+
+from consortium.records.schema import COLUMNS
+
+
+@dataclass(frozen=True, slots=True)
+class OutputRow:
+    question_id: str
+    question: str
+    reference: str | None
+    model: str
+    sample: int
+    response: str | None
+    answer: str | None
+    correct: bool | None
+    source_correct: bool | None
+    tokens_in: int
+    tokens_out: int
+    tokens_estimated: bool
+    cost_usd: float
+    cost_estimated: bool
+    source_score: float | None = None
+    latency_s: float | None = None
+    error: str | None = None
+
+
+def question_order(question_id: str) -> tuple[int, int | str, str]:
+    # "2" before "10", and "HumanEval/2" before "HumanEval/10".
+    head, _, tail = question_id.rpartition("/")
+    return (0, int(tail), head) if tail.isdigit() else (1, question_id, "")
+
+
+def row_key(row: OutputRow) -> tuple[tuple[int, int | str, str], str, int]:
+    return (question_order(row.question_id), row.model, row.sample)
+
+
+def to_table(rows: Iterable[OutputRow]) -> pa.Table:
+    """The rows as a table in the one column order, sorted by (question, model, sample) so that
+    the same rows always give the same file."""
+    ordered = sorted(rows, key=row_key)
+    names = [field.name for field in fields(OutputRow)]
+    columns = {name: [getattr(row, name) for row in ordered] for name in names}
+    return pa.Table.from_pydict({f.name: columns[f.name] for f in COLUMNS}, schema=COLUMNS)
+
+
+def from_table(table: pa.Table) -> list[OutputRow]:
+    return [OutputRow(**row) for row in table.to_pylist()]
+
+
+def as_dict(row: OutputRow) -> dict[str, object]:
+    return asdict(row)

@@ -1,0 +1,91 @@
+"""The recorded-outputs format, version 1: the Parquet columns and the manifest.
+
+A data set is a folder with `manifest.json` (the `Manifest` below) and `outputs.parquet`, one row
+per (question, model, sample). See docs/records.md for what each field means.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+MANIFEST = "manifest.json"
+OUTPUTS = "outputs.parquet"
+
+AnswerKind = Literal["number", "latex", "choice", "code", "date", "text"]
+
+COLUMNS = pa.schema(
+    [
+        pa.field("question_id", pa.string(), nullable=False),
+        pa.field("question", pa.string(), nullable=False),
+        pa.field("reference", pa.string()),
+        pa.field("model", pa.string(), nullable=False),
+        pa.field("sample", pa.int32(), nullable=False),
+        pa.field("response", pa.string()),
+        pa.field("answer", pa.string()),
+        pa.field("correct", pa.bool_()),
+        pa.field("source_correct", pa.bool_()),
+        pa.field("source_score", pa.float64()),
+        pa.field("tokens_in", pa.int64(), nullable=False),
+        pa.field("tokens_out", pa.int64(), nullable=False),
+        pa.field("tokens_estimated", pa.bool_(), nullable=False),
+        pa.field("cost_usd", pa.float64(), nullable=False),
+        pa.field("cost_estimated", pa.bool_(), nullable=False),
+        pa.field("latency_s", pa.float64()),
+        pa.field("error", pa.string()),
+    ]
+)
+"""Version 1. `source_score` (the source's stored score, e.g. the fraction of 10 samples right)
+and `cost_estimated` (cost computed from the manifest's declared prices) refine the contract."""
+
+
+class Price(BaseModel):
+    """A model's public list price, cited, used where the source records no cost."""
+
+    model_config = ConfigDict(extra="forbid")
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+    source: str
+    date: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
+
+
+class SourceFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str
+    model: str
+    note: str = ""
+
+
+class Source(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    repo: str
+    commit: str
+    files: list[SourceFile]
+
+
+class Split(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    rule: str
+    test_fraction: float = Field(gt=0, lt=1)
+
+
+class Manifest(BaseModel):
+    """The header of a data set, readable without loading its rows."""
+
+    model_config = ConfigDict(extra="forbid")
+    schema_version: int
+    dataset: str
+    answer_kind: AnswerKind
+    sources: list[Source]
+    licence: str
+    grader: str
+    split: Split
+    prices: dict[str, Price] = Field(default_factory=dict)
+    models: list[str]
+    questions: int = Field(ge=0)
+    notes: list[str] = Field(default_factory=list)
+    """Declared choices and quirks of this import (estimates, fixed gold, dropped rows)."""
+    created_by: str
