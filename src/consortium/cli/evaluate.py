@@ -90,7 +90,7 @@ def evaluate(
     """
     from consortium.core.progress import task_progress
     from consortium.evaluation.entry import EvalConfig, run_evaluation
-    from consortium.evaluation.tables import plot_report, to_json, to_rich
+    from consortium.evaluation.tables import failure_lines, plot_report, to_json, to_rich
 
     config = EvalConfig(
         pool=pool,
@@ -126,6 +126,8 @@ def evaluate(
         console.print(table, markup=False, highlight=False, soft_wrap=True)
     else:
         console.print(to_rich(result.report))
+        for line in failure_lines(result.report):  # never cut: the reason is the point
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
     if json_out:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(result.to_json(), indent=2))

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from consortium.coord.base import Coordinator, Outcome
-from consortium.coord.conductor.workflow import WorkflowError
-from consortium.core.errors import AgentError, BudgetExceeded
+from consortium.core.errors import AgentError, BudgetExceeded, CoordinatorError, reason
 from consortium.pool.config import PoolConfig
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller
@@ -54,6 +53,8 @@ class PolicySummary:
     cost: float
     errors: int
     datasets: list[str] = field(default_factory=list)
+    failures: dict[str, str] = field(default_factory=dict)
+    """Per failed task id, why it failed (`core.errors.reason`: type and message)."""
 
     def mean(self, datasets: Sequence[str]) -> float | None:
         values = [self.accuracy[d] for d in datasets if d in self.accuracy]
@@ -86,11 +87,11 @@ async def run_policy(
                 answer = outcome.answer
                 # Graders may run code or sympy; a thread keeps the event loop answering.
                 grade = await asyncio.to_thread(grader.grade, task, answer)
-            except (AgentError, BudgetExceeded, WorkflowError) as failure:
-                error = str(failure)
+            except (AgentError, BudgetExceeded, CoordinatorError) as failure:
+                error = reason(failure)  # a WorkflowError is a CoordinatorError
                 grade = Grade(False, 0.0, f"no answer: {error}")
             except TimeoutError:
-                error = f"task deadline of {deadline:g}s passed"
+                error = f"TimeoutError: task deadline of {deadline:g}s passed"
                 grade = Grade(False, 0.0, f"no answer: {error}")
             budget = task_caller.budget
             result = TaskResult(
@@ -142,6 +143,7 @@ def summarise(policy: str, results: Sequence[TaskResult]) -> PolicySummary:
         cost=sum(r.cost for r in results),
         errors=sum(r.error is not None for r in results),
         datasets=list(by_dataset),
+        failures={r.task.id: r.error for r in results if r.error is not None},
     )
 
 
