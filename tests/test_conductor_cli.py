@@ -14,8 +14,8 @@ from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
 from consortium.replay.tasks import load_replay_tasks
-from tests.scripted_server import ScriptedServer, scripted_server
 from tests.conftest import data_dir
+from tests.scripted_server import ScriptedServer, scripted_server
 from tests.test_cli import cli, one_line_error
 
 WORKFLOW = """<think>two attempts and a judge</think>
