@@ -7,6 +7,7 @@ everything it finished.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +41,8 @@ class TaskResult:
     it returned nothing (an error) or the result was read back from the trace store."""
     answered_by: str | None = None
     """Pool name of the model whose call produced the answer: the task's last successful call."""
+    seconds: float = 0.0
+    """Wall-clock seconds of the task's run and grading (0 when read back from the store)."""
 
 
 @dataclass
@@ -82,6 +85,7 @@ async def run_policy(
             answer: str | None = None
             error: str | None = None
             outcome: Outcome | None = None
+            started = time.perf_counter()
             try:
                 outcome = await asyncio.wait_for(coordinator.run(task, task_caller), deadline)
                 answer = outcome.answer
@@ -105,6 +109,7 @@ async def run_policy(
                 error,
                 outcome,
                 next((c.model for c in reversed(task_caller.made) if not c.failed), None),
+                time.perf_counter() - started,
             )
             if caller.store is not None:
                 caller.store.record_result(
