@@ -126,6 +126,7 @@ async def run_policy(
                         tokens=result.tokens,
                         cost=result.cost,
                         error=error,
+                        reference=_reference(task),
                     )
                 )
             if on_done is not None:
@@ -133,6 +134,14 @@ async def run_policy(
             return result
 
     return list(await asyncio.gather(*(one(task) for task in tasks)))
+
+
+def _reference(task: Task) -> str | None:
+    """The reference answer as text, for the trace store (None when a task has none, or its
+    reference is a test program rather than an answer)."""
+    if task.reference is None or task.dataset in ("humaneval", "mbpp"):
+        return None
+    return str(task.reference)[:2000]
 
 
 def summarise(policy: str, results: Sequence[TaskResult]) -> PolicySummary:
