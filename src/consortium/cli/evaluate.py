@@ -29,7 +29,8 @@ def evaluate(
         str,
         typer.Option(
             "--tasks",
-            help="Task spec, e.g. replay:data=DIR:datasets=gsm8k,mmlu:split=test:limit=100",
+            help="Task spec, e.g. gsm8k:path=FILE.jsonl:limit=100, arithmetic:n=20 or "
+            "replay:data=DIR:datasets=gsm8k,mmlu:split=test:limit=100 (docs/graders.md)",
         ),
     ],
     policy: Annotated[
