@@ -1,8 +1,8 @@
 """docs/own-endpoints.md as a newcomer follows it: every command of its `bash` blocks runs, in
 order, in a fresh folder, against real small models behind llama.cpp's server (started and
-stopped by the page itself). What each step promises is checked: no failure without its reason, a large
-training run estimated before it starts, progress in the log, the run kinds in the store, a
-readable cost plot for a zero-price pool."""
+stopped by the page itself). What each step promises is checked: no failure without its
+reason, a large training run estimated before it starts, progress in the log, the run kinds in
+the store, a readable cost plot for a zero-price pool."""
 
 from __future__ import annotations
 
