@@ -202,6 +202,7 @@ def plot_report(report: dict[str, Any], path: Path) -> None:
         [n.removeprefix("single:")[:22] for n in names], rotation=35, ha="right", fontsize=8
     )
     axis.set_ylabel("accuracy (%)")
+    axis.set_ylim(0, 100)  # all-zero accuracies otherwise get an axis of -0.04…0.04
     axis.set_title(str(report["pool"])[:70], fontsize=8)
     axis.legend()
     figure.tight_layout()
