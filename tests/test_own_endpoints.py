@@ -56,6 +56,7 @@ def test_the_own_endpoints_page_runs_top_to_bottom(tmp_path: Path) -> None:
     for name, entry in report["policies"].items():
         failures = entry["failures"]
         assert len(failures) == entry["errors"], name
+        assert entry["seconds"] > 0 and entry["tokens"] > 0, name  # the costs of a free pool
         for why in failures.values():
             kind = why.split(":")[0]
             assert kind.isidentifier() and kind[0].isupper(), why  # an exception type first

@@ -58,6 +58,8 @@ class PolicySummary:
     datasets: list[str] = field(default_factory=list)
     failures: dict[str, str] = field(default_factory=dict)
     """Per failed task id, why it failed (`core.errors.reason`: type and message)."""
+    seconds: float = 0.0
+    """Summed wall-clock seconds of the tasks (the cost of a zero-price pool in time)."""
 
     def mean(self, datasets: Sequence[str]) -> float | None:
         values = [self.accuracy[d] for d in datasets if d in self.accuracy]
@@ -158,6 +160,7 @@ def summarise(policy: str, results: Sequence[TaskResult]) -> PolicySummary:
         errors=sum(r.error is not None for r in results),
         datasets=list(by_dataset),
         failures={r.task.id: r.error for r in results if r.error is not None},
+        seconds=sum(r.seconds for r in results),
     )
 
 
@@ -181,6 +184,7 @@ def oracle_summary(per_policy: Mapping[str, Sequence[TaskResult]]) -> PolicySumm
     summary.calls = sum(r.calls for r in everything)
     summary.tokens = sum(r.tokens for r in everything)
     summary.cost = sum(r.cost for r in everything)
+    summary.seconds = sum(r.seconds for r in everything)
     return summary
 
 

@@ -141,6 +141,7 @@ def _entry(report: EvalReport, summary: PolicySummary) -> dict[str, Any]:
         "calls": summary.calls,
         "tokens": summary.tokens,
         "cost": summary.cost,
+        "seconds": summary.seconds,
         "errors": summary.errors,
         "failures": summary.failures,
         **(
