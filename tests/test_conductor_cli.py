@@ -14,6 +14,7 @@ from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
 from consortium.replay.tasks import load_replay_tasks
+from tests.conftest import data_dir
 from tests.scripted_server import ScriptedServer, scripted_server
 from tests.test_cli import cli, one_line_error
 
@@ -184,3 +185,39 @@ def test_eval_runs_conductor_and_workflow_policies(
         f"sqlite:///{tmp_path / 't.db'}",
     )
     one_line_error(bad, "'depth=2' is not one of")
+
+
+def test_a_workflow_that_fails_says_why_in_every_output(
+    pool_file: Path, conductor_server: ScriptedServer, tmp_path: Path
+) -> None:
+    # A conductor that answers in prose, as SmolLM2 does untrained: every task fails, and each
+    # output names the error's type and what was wrong (issue 30: "errors 10" and no reason).
+    conductor_server.scripts["boss"] = lambda _messages: "The answer is 42."
+    traces = f"sqlite:///{tmp_path / 't.db'}"
+    spec = "replay:data={}:datasets=gsm8k:split=test:limit=2"
+    run = cli(
+        "eval",
+        "--pool",
+        str(pool_file),
+        "--tasks",
+        spec.format(data_dir()),
+        "--policy",
+        "conductor:boss",
+        "--json",
+        str(tmp_path / "e.json"),
+        "--markdown",
+        str(tmp_path / "e.md"),
+        "--traces",
+        traces,
+    )
+    assert run.returncode == 0, run.stderr
+    why = "WorkflowSyntaxError: workflow: model_id: no `model_id = [...]` list found"
+    entry = json.loads((tmp_path / "e.json").read_text())["policies"]["conductor:boss"]
+    assert entry["errors"] == 2 and set(entry["failures"].values()) == {why}
+    assert f"conductor:boss: 2 task(s) failed: {why}" in run.stdout
+    assert why in (tmp_path / "e.md").read_text()
+    shown = cli("traces", "show", "latest", "--traces", traces)
+    assert shown.stdout.count(why) == 2, shown.stdout
+    exported = cli("traces", "export", "latest", "--traces", traces).stdout.splitlines()
+    calls = [json.loads(line) for line in exported]
+    assert len(calls) == 2 and all(c["task_error"] == why and c["error"] is None for c in calls)

@@ -12,6 +12,7 @@ from consortium.pool.config import dump_pool
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
+from consortium.runtime.store import TraceStore
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -34,6 +35,7 @@ def test_train_trinity_checkpoints_and_resumes(
     )
     policy = tmp_path / "policy"
     spec = f"replay:data={replay_dir}:limit=12:datasets=mmlu,gsm8k,cmmlu"
+    traces = f"sqlite:///{tmp_path / 'traces.db'}"
 
     def train(generations: int, *extra: str) -> subprocess.CompletedProcess[str]:
         return cli(
@@ -53,12 +55,22 @@ def test_train_trinity_checkpoints_and_resumes(
             "9",
             "--components",
             "8",
+            "--traces",
+            traces,
             *extra,
         )
 
     trained = train(3)
     assert trained.returncode == 0, trained.stderr[-2000:]
-    assert "7 models + 3 roles × 8-d feature = 80 parameters" in trained.stderr
+    assert "7 model + 3 role outputs × 8-d feature = 80 parameters" in trained.stderr
+    assert "1 turn, role worker: a one-shot router" in trained.stderr
+    # off a terminal the progress is lines: each generation's rollouts, 10 % at a time
+    assert "rollouts of the generation: 54/54 (100 %)" in trained.stderr
+    store = TraceStore(traces)
+    (run,) = [r for r in store.list_runs() if r["kind"] == "train"]
+    assert run["status"] == "finished" and run["calls"] == 3 * 54  # every rollout traced
+    policies = {r["policy"] for r in store.iter_results(run["run_id"])}
+    assert "generation 3 · candidate 6" in policies
     meta = json.loads((policy / "policy.json").read_text())
     assert meta["generation"] == 3 and meta["n_params"] == 80
     assert (policy / "curve.png").stat().st_size > 1000
@@ -66,6 +78,7 @@ def test_train_trinity_checkpoints_and_resumes(
 
     resumed = train(4, "--resume")
     assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "resumed from generation 3" in resumed.stderr
     assert json.loads((policy / "policy.json").read_text())["generation"] == 4
 
     # `eval` and `ask` with a policy folder: tests/test_readme.py (the README's first session)

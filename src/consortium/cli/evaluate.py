@@ -30,7 +30,8 @@ def evaluate(
         str,
         typer.Option(
             "--tasks",
-            help="Task spec, e.g. replay:data=DIR:datasets=gsm8k,mmlu:split=test:limit=100",
+            help="Task spec, e.g. gsm8k:path=FILE.jsonl:limit=100, arithmetic:n=20 or "
+            "replay:data=DIR:datasets=gsm8k,mmlu:split=test:limit=100 (docs/graders.md)",
         ),
     ],
     policy: Annotated[
@@ -93,7 +94,7 @@ def evaluate(
     """
     from consortium.core.progress import task_progress
     from consortium.evaluation.entry import EvalConfig, run_evaluation
-    from consortium.evaluation.tables import plot_report, to_json, to_rich
+    from consortium.evaluation.tables import failure_lines, plot_report, to_json, to_rich
 
     config = EvalConfig(
         pool=pool,
@@ -129,6 +130,8 @@ def evaluate(
         console.print(table, markup=False, highlight=False, soft_wrap=True)
     else:
         console.print(to_rich(result.report))
+        for line in failure_lines(result.report):  # never cut: the reason is the point
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
     if json_out:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(result.to_json(), indent=2))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -99,8 +100,17 @@ def evolve(
         float,
         typer.Option(help="Accuracy (fraction) a cheaper proposal may give up on tuning tasks."),
     ] = 0.01,
+    cost: Annotated[
+        str,
+        typer.Option(
+            help="What cost means for --cheaper-by, --max-cost-per-task, the report and the "
+            "Pareto plot: usd (the pool's prices), tokens, or seconds (wall time per task). A "
+            "pool with prices of 0 (local models) wants tokens or seconds."
+        ),
+    ] = "usd",
     max_cost_per_task: Annotated[
-        float | None, typer.Option(help="Cap on a strategy's mean USD per task.")
+        float | None,
+        typer.Option(help="Cap on a strategy's mean cost per task, in the --cost measure."),
     ] = None,
     max_calls_per_task: Annotated[
         int, typer.Option(help="Cap on calls per task (hard: no task may exceed it).")
@@ -134,12 +144,15 @@ def evolve(
         --tasks replay:data=DIR:source=routerbench:split=train \\
         --final replay:data=DIR:source=routerbench:split=test
     """
+    from consortium.core.costs import COST_MEASURES
     from consortium.evolve.guards import GuardConfig
     from consortium.evolve.loop import EvolveConfig
     from consortium.evolve.session import EvolveRequest, run_evolve
 
     if test not in ("sign", "bootstrap"):
         raise ConsortiumError("--test must be sign or bootstrap")
+    if cost not in COST_MEASURES:
+        raise ConsortiumError(f"--cost must be one of {', '.join(COST_MEASURES)}")
     guard = GuardConfig(
         alpha=alpha,
         margin=margin,
@@ -149,6 +162,7 @@ def evolve(
         max_cost_per_task=max_cost_per_task,
         max_calls_per_task=max_calls_per_task,
         seed=seed,
+        cost=cost,
     )
     request = EvolveRequest(
         pool=pool,
@@ -179,8 +193,12 @@ def evolve(
         heldout_row = summary.heldout
         err_console.print(
             f"round {summary.round}: held-out {100 * heldout_row.accuracy:.1f}% at "
-            f"{heldout_row.cost_per_task:.2e} USD/task; adopted: {summary.adopted or 'none'}"
+            f"{heldout_row.cost_per_task:.2e} USD, {heldout_row.tokens_per_task:,.0f} tokens, "
+            f"{heldout_row.seconds_per_task:.1f} s per task; adopted: {summary.adopted or 'none'}"
         )
 
-    _state, report = run_evolve(request, on_round=show)
+    def note(line: str) -> None:
+        err_console.print(f"  {time.strftime('%H:%M:%S')} {line}", markup=False, highlight=False)
+
+    _state, report = run_evolve(request, on_round=show, on_note=note)
     console.print(f"report: {report} (rounds.png, pareto.png beside it)")

@@ -89,7 +89,8 @@ def traces_show(
     limit: Annotated[int, typer.Option(help="Calls to show.")] = 50,
     traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
-    """One run: its calls (task, turn, model, role, tokens, cost, latency, verdict, error)."""
+    """One run: its calls (task, turn, model, role, tokens, cost, latency, verdict, error), then
+    each failed task with its reason."""
     store, header = _stored_run(traces, run)
     run = header["run_id"]
     console.print(f"run {run} · {header['kind']} · {header['status']} · pool {header['pool']}")
@@ -125,6 +126,11 @@ def traces_show(
             f"showing {limit:,} of {total:,} calls (--limit N shows more; "
             f"`consortium traces export {run}` writes them all)"
         )
+    failed = [r for r in store.iter_results(run) if r["error"]]
+    if failed:
+        console.print(f"{len(failed):,} task(s) failed:")
+    for result in failed[:limit]:
+        console.print(f"  {result['task_id']} · {result['policy']}: {result['error']}")
 
 
 def dollars(cost: float) -> str:
@@ -140,14 +146,19 @@ def traces_export(
     out: Annotated[Path | None, typer.Option(help="File to write (default: stdout).")] = None,
     traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
-    """Every call of a run as JSON lines (messages included)."""
+    """Every call of a run as JSON lines (messages included); `task_error` is why the call's task
+    failed, when it did (a workflow that did not parse fails its task, not the call)."""
     store, header = _stored_run(traces, run)
     run = header["run_id"]
+    task_errors = {
+        (r["policy"], r["task_id"]): r["error"] for r in store.iter_results(run) if r["error"]
+    }
     handle = out.open("w", encoding="utf-8") if out else sys.stdout
     written = 0
     try:
         for call in store.iter_calls(run):
             call["messages"] = json.loads(call["messages"])
+            call["task_error"] = task_errors.get((call["policy"], call["task_id"]))
             handle.write(json.dumps(call, ensure_ascii=False) + "\n")
             written += 1
     finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -10,6 +11,7 @@ import typer
 
 from consortium.cli.app import console, err_console, train_app
 from consortium.cli.options import (
+    DEFAULT_TRACES,
     ComponentsOption,
     ExecutorOption,
     MinibatchOption,
@@ -17,6 +19,7 @@ from consortium.cli.options import (
     PopsizeOption,
     RayAddressOption,
     SigmaOption,
+    TracesOption,
     in_range,
 )
 from consortium.core.errors import ConsortiumError
@@ -52,9 +55,20 @@ def train_trinity(
     optimizer: Annotated[str, typer.Option(help="es (sep-CMA-ES), reinforce or random.")] = "es",
     components: ComponentsOption = 16,
     max_turns: Annotated[
-        int, typer.Option(help="Turns per task (paper: 5).", callback=in_range("--max-turns", 1))
+        int,
+        typer.Option(
+            help="Turns per task. Default 1: a one-shot router (see docs/trinity.md for why); "
+            "the paper's loop: --max-turns 5 --roles worker,thinker,verifier.",
+            callback=in_range("--max-turns", 1),
+        ),
     ] = 1,
-    roles: Annotated[str, typer.Option(help="Roles the head may pick.")] = "worker",
+    roles: Annotated[
+        str,
+        typer.Option(
+            help="Roles the head may pick, comma-separated among worker, thinker, verifier "
+            "(worker required), e.g. --roles worker,thinker,verifier."
+        ),
+    ] = "worker",
     sample: Annotated[
         bool,
         typer.Option(
@@ -68,10 +82,24 @@ def train_trinity(
         ),
     ] = "all-MiniLM-L6-v2",
     resume: Annotated[bool, typer.Option(help="Continue from OUT/checkpoint.pkl.")] = False,
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes",
+            help="Start a large run without asking (scripts): its estimate is printed, not "
+            "confirmed.",
+        ),
+    ] = False,
     executor: ExecutorOption = "local",
     ray_address: RayAddressOption = None,
+    traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
     """Train the TRINITY head on a pool: sep-CMA-ES on binary rewards, checkpoint per generation.
+
+    A run of 2,000 rollouts or more (generations × popsize × minibatch; the defaults make
+    102,400) first times a few probe rollouts and prints an estimate of its time, dollars and
+    tokens; past 15 minutes or 5 USD it asks before starting (in a terminal), or needs --yes.
+    Every rollout is traced as a run of kind `train` (`consortium traces list`).
 
     Example (replay pool, the in-distribution train splits):
 
@@ -80,7 +108,8 @@ def train_trinity(
       datasets=mmlu,gsm8k,cmmlu,arc_challenge,humaneval
     """
     from consortium.core.progress import task_progress
-    from consortium.train.fit import FitState
+    from consortium.train.estimate import Estimate, duration
+    from consortium.train.fit import FitState, checkpoint_step
     from consortium.train.session import TrinityRequest, run_trinity_training
 
     request = TrinityRequest(
@@ -103,7 +132,10 @@ def train_trinity(
         resume=resume,
         executor=executor,
         ray_address=ray_address,
+        traces=traces,
     )
+    config = request.config
+    resumed = checkpoint_step(out / "checkpoint.pkl") if resume else None
     with task_progress(err_console) as progress:
 
         def encoding(description: str, total: int) -> Callable[[int], None]:
@@ -112,28 +144,67 @@ def train_trinity(
 
         def ready(setup: HeadSetup) -> None:
             err_console.print(
-                f"head: {len(setup.models)} models + 3 roles × {setup.encoder.dim}-d feature = "
-                f"{setup.n_params:,} parameters · budget {request.config.budget:,} rollouts"
+                f"head: {len(setup.models)} model + 3 role outputs × {setup.encoder.dim}-d feature"
+                f" = {setup.n_params:,} parameters · {protocol_line(setup)} · budget "
+                f"{config.budget:,} rollouts ({config.generations} generations × "
+                f"{config.popsize} candidates × {config.minibatch} tasks)"
             )
+            if resumed is not None:
+                err_console.print(f"resumed from generation {resumed} ({out / 'checkpoint.pkl'})")
             bars.append(progress.add_task(f"{optimizer} generations", total=generations))
+            progress.update(bars[-1], completed=resumed or 0)
+            per_generation = config.popsize * config.minibatch
+            bars.append(progress.add_task("rollouts of the generation", total=per_generation))
+
+        def rolled(_result: object) -> None:
+            progress.advance(bars[-1])
+
+        def estimated(estimate: Estimate) -> None:
+            err_console.print(estimate.line())
+            if not estimate.large or yes:
+                return
+            if not sys.stdin.isatty():
+                raise ConsortiumError(
+                    f"this run would take about {duration(estimate.seconds)} "
+                    f"({estimate.usd:.2f} USD); pass --yes to start it, or lower --generations, "
+                    "--popsize or --minibatch"
+                )
+            if not typer.confirm("start it?", default=False, err=True):
+                raise ConsortiumError("not started")
 
         def show(state: FitState) -> None:
             row = state.history[-1]
             progress.update(
-                bars[-1],
+                bars[-2],
                 completed=state.step,
                 description=(
                     f"{optimizer} · reward {row['population_mean']:.3f} "
                     f"(best {row['population_best']:.3f})"
                 ),
             )
+            progress.reset(bars[-1], total=config.popsize * config.minibatch)
 
         bars: list[TaskID] = []
-        trained = run_trinity_training(request, on_encoding=encoding, on_setup=ready, on_step=show)
+        trained = run_trinity_training(
+            request,
+            on_encoding=encoding,
+            on_setup=ready,
+            on_step=show,
+            on_rollout=rolled,
+            on_estimate=estimated,
+        )
     console.print(
         f"policy written to {out} after {trained.state.step} generations "
         f"({trained.setup.n_params:,} parameters); curve: {out / 'curve.png'}"
     )
+
+
+def protocol_line(setup: HeadSetup) -> str:
+    """What the head is trained to do, in words: the start-up line's middle."""
+    roles = ", ".join(setup.roles)
+    if setup.max_turns == 1 and setup.roles == ("worker",):
+        return "1 turn, role worker: a one-shot router (thinker, verifier unused)"
+    return f"up to {setup.max_turns} turn(s), roles {roles}"
 
 
 @train_app.command("router")

@@ -53,3 +53,9 @@ class BudgetExceeded(ConsortiumError):
 
 class TaskSpecError(ConfigError):
     """A --tasks spec string cannot be understood."""
+
+
+def reason(error: BaseException) -> str:
+    """Why something failed, as stored and printed: the error's type, then its message (a
+    workflow error's message names its step and field)."""
+    return f"{type(error).__name__}: {error}"

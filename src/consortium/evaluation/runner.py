@@ -7,14 +7,14 @@ everything it finished.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from consortium.coord.base import Coordinator, Outcome
-from consortium.coord.conductor.workflow import WorkflowError
-from consortium.core.errors import AgentError, BudgetExceeded
+from consortium.core.errors import AgentError, BudgetExceeded, CoordinatorError, reason
 from consortium.pool.config import PoolConfig
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller
@@ -41,6 +41,8 @@ class TaskResult:
     it returned nothing (an error) or the result was read back from the trace store."""
     answered_by: str | None = None
     """Pool name of the model whose call produced the answer: the task's last successful call."""
+    seconds: float = 0.0
+    """Wall-clock seconds of the task's run and grading (0 when read back from the store)."""
 
 
 @dataclass
@@ -54,6 +56,10 @@ class PolicySummary:
     cost: float
     errors: int
     datasets: list[str] = field(default_factory=list)
+    failures: dict[str, str] = field(default_factory=dict)
+    """Per failed task id, why it failed (`core.errors.reason`: type and message)."""
+    seconds: float = 0.0
+    """Summed wall-clock seconds of the tasks (the cost of a zero-price pool in time)."""
 
     def mean(self, datasets: Sequence[str]) -> float | None:
         values = [self.accuracy[d] for d in datasets if d in self.accuracy]
@@ -81,16 +87,17 @@ async def run_policy(
             answer: str | None = None
             error: str | None = None
             outcome: Outcome | None = None
+            started = time.perf_counter()
             try:
                 outcome = await asyncio.wait_for(coordinator.run(task, task_caller), deadline)
                 answer = outcome.answer
                 # Graders may run code or sympy; a thread keeps the event loop answering.
                 grade = await asyncio.to_thread(grader.grade, task, answer)
-            except (AgentError, BudgetExceeded, WorkflowError) as failure:
-                error = str(failure)
+            except (AgentError, BudgetExceeded, CoordinatorError) as failure:
+                error = reason(failure)  # a WorkflowError is a CoordinatorError
                 grade = Grade(False, 0.0, f"no answer: {error}")
             except TimeoutError:
-                error = f"task deadline of {deadline:g}s passed"
+                error = f"TimeoutError: task deadline of {deadline:g}s passed"
                 grade = Grade(False, 0.0, f"no answer: {error}")
             budget = task_caller.budget
             result = TaskResult(
@@ -104,6 +111,7 @@ async def run_policy(
                 error,
                 outcome,
                 next((c.model for c in reversed(task_caller.made) if not c.failed), None),
+                time.perf_counter() - started,
             )
             if caller.store is not None:
                 caller.store.record_result(
@@ -120,6 +128,7 @@ async def run_policy(
                         tokens=result.tokens,
                         cost=result.cost,
                         error=error,
+                        reference=_reference(task),
                     )
                 )
             if on_done is not None:
@@ -127,6 +136,14 @@ async def run_policy(
             return result
 
     return list(await asyncio.gather(*(one(task) for task in tasks)))
+
+
+def _reference(task: Task) -> str | None:
+    """The reference answer as text, for the trace store (None when a task has none, or its
+    reference is a test program rather than an answer)."""
+    if task.reference is None or task.dataset in ("humaneval", "mbpp"):
+        return None
+    return str(task.reference)[:2000]
 
 
 def summarise(policy: str, results: Sequence[TaskResult]) -> PolicySummary:
@@ -142,6 +159,8 @@ def summarise(policy: str, results: Sequence[TaskResult]) -> PolicySummary:
         cost=sum(r.cost for r in results),
         errors=sum(r.error is not None for r in results),
         datasets=list(by_dataset),
+        failures={r.task.id: r.error for r in results if r.error is not None},
+        seconds=sum(r.seconds for r in results),
     )
 
 
@@ -165,6 +184,7 @@ def oracle_summary(per_policy: Mapping[str, Sequence[TaskResult]]) -> PolicySumm
     summary.calls = sum(r.calls for r in everything)
     summary.tokens = sum(r.tokens for r in everything)
     summary.cost = sum(r.cost for r in everything)
+    summary.seconds = sum(r.seconds for r in everything)
     return summary
 
 

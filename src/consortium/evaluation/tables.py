@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,9 @@ def to_markdown(report: EvalReport) -> str:
         "",
         *markdown_table(header, [_row(report, s) for s in report.summaries]),
     ]
+    failures = failure_lines(report)
+    if failures:
+        lines += ["", "Why tasks failed:", "", *(f"- {line}" for line in failures)]
     if report.run_id:
         lines += ["", f"Traces: run `{report.run_id}` (`consortium traces show {report.run_id}`)."]
     return "\n".join(lines) + "\n"
@@ -68,6 +72,18 @@ def to_markdown(report: EvalReport) -> str:
 
 COLUMN_WIDTH = 8
 """Terminal width of one policy's column: "100.0" plus padding and a border."""
+
+
+def failure_lines(report: EvalReport, shown: int = 3) -> list[str]:
+    """Why tasks failed, per policy: each distinct reason with how many tasks it stopped."""
+    lines = []
+    for summary in report.summaries:
+        reasons = Counter(summary.failures.values())
+        for text, count in reasons.most_common(shown):
+            lines.append(f"{summary.policy}: {count} task(s) failed: {text}")
+        if len(reasons) > shown:
+            lines.append(f"{summary.policy}: {len(reasons) - shown} more reason(s) in the JSON")
+    return lines
 
 
 def to_rich(report: EvalReport, title: str = "", width: int = 100) -> Group:
@@ -125,7 +141,9 @@ def _entry(report: EvalReport, summary: PolicySummary) -> dict[str, Any]:
         "calls": summary.calls,
         "tokens": summary.tokens,
         "cost": summary.cost,
+        "seconds": summary.seconds,
         "errors": summary.errors,
+        "failures": summary.failures,
         **(
             {"recorded": report.recorded[summary.policy]}
             if summary.policy in report.recorded
@@ -185,6 +203,7 @@ def plot_report(report: dict[str, Any], path: Path) -> None:
         [n.removeprefix("single:")[:22] for n in names], rotation=35, ha="right", fontsize=8
     )
     axis.set_ylabel("accuracy (%)")
+    axis.set_ylim(0, 100)  # all-zero accuracies otherwise get an axis of -0.04…0.04
     axis.set_title(str(report["pool"])[:70], fontsize=8)
     axis.legend()
     figure.tight_layout()

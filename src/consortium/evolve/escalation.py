@@ -9,6 +9,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from consortium.core.answers import agree
+from consortium.core.costs import CostMeasure, unit
+from consortium.core.costs import cost_of as task_cost
 from consortium.evaluation.runner import TaskResult
 from consortium.evolve.measure import accuracy, by_cluster
 from consortium.evolve.proposal import (
@@ -28,6 +30,7 @@ def _outcome(
     escalated: Sequence[TaskResult],
     fires: Sequence[bool],
     extra: Sequence[float],
+    measure: CostMeasure = "usd",
 ) -> tuple[float, float]:
     """(accuracy, cost per task) of answering with `first`, escalating where `fires`, paying
     `extra` per task for the check."""
@@ -35,7 +38,8 @@ def _outcome(
     correct, cost = [], []
     for f, e, fire, x in rows:
         correct.append(e.grade.correct if fire else f.grade.correct)
-        cost.append(f.cost + x + (e.cost if fire else 0.0))
+        spent = task_cost(f, measure) + x
+        cost.append(spent + (task_cost(e, measure) if fire else 0.0))
     return float(np.mean(correct)), float(np.mean(cost))
 
 
@@ -50,6 +54,7 @@ def _routes(
     first: Sequence[TaskResult],
     escalate: str,
     checks: dict[str, list[TaskResult]],
+    measure: CostMeasure = "usd",
 ) -> list[Route]:
     """Every way of escalating from `first` to `escalate` the proposer weighs."""
     n = len(first)
@@ -78,7 +83,7 @@ def _routes(
                     not agree(f.answer or "", c.answer or "")
                     for f, c in zip(first, check, strict=True)
                 ],
-                [c.cost for c in check],
+                [task_cost(c, measure) for c in check],
             )
         )
     confidences = [f.outcome.confidence if f.outcome else None for f in first]
@@ -121,7 +126,8 @@ class Escalation:
             plan = context.incumbent.plan_for(cluster)
             per_model = {m: by_cluster(r).get(cluster, []) for m, r in singles.items()}
             strongest = max(
-                per_model, key=lambda m: (accuracy(per_model[m]), -cost_of(per_model[m]))
+                per_model,
+                key=lambda m: (accuracy(per_model[m]), -cost_of(per_model[m], context.cost)),
             )
             escalate = f"single:{strongest}"
             singles_by_spec = {f"single:{m}": r for m, r in per_model.items()}
@@ -136,7 +142,7 @@ class Escalation:
                 route
                 for spec, results in firsts.items()
                 if spec != escalate
-                for route in _routes(spec, results, escalate, per_model)
+                for route in _routes(spec, results, escalate, per_model, context.cost)
             ]
             routes.append(
                 (
@@ -148,7 +154,7 @@ class Escalation:
             )
             top = per_model[strongest]
             options = {
-                name: _outcome(firsts[new.first], top, fires, extra)
+                name: _outcome(firsts[new.first], top, fires, extra, context.cost)
                 for name, new, fires, extra in routes
             }
             plans = {name: new for name, new, _, _ in routes}
@@ -158,7 +164,10 @@ class Escalation:
                 if plans[chosen] != plan:
                     acc, cost = options[chosen]
                     strategies[goal] = strategies[goal].with_plan(cluster, plans[chosen])
-                    notes[goal].append(f"{cluster}: {chosen} (tuning {acc:.1%}, ${cost:.2e}/task)")
+                    notes[goal].append(
+                        f"{cluster}: {chosen} (tuning {acc:.1%}, "
+                        f"{cost:.3g} {unit(context.cost)}/task)"
+                    )
         return [
             Proposal(
                 strategies[goal],

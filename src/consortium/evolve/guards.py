@@ -17,6 +17,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, computed_field
 from scipy.stats import binomtest
 
+from consortium.core.costs import CostMeasure, unit
+
 Test = Literal["sign", "bootstrap"]
 
 
@@ -32,8 +34,11 @@ class GuardConfig:
     noninferiority: float = 0.02
     """Accuracy a cheaper change may lose at most (the lower 95% bound of the difference)."""
     max_cost_per_task: float | None = None
+    """Cap on the mean cost per task, in the `cost` measure's unit."""
     max_calls_per_task: float | None = None
     seed: int = 0
+    cost: CostMeasure = "usd"
+    """What "cost" means for the caps and for `cheaper_by`: USD, tokens or wall seconds."""
 
 
 @dataclass(frozen=True)
@@ -167,7 +172,9 @@ def judge(
     cost, calls = evidence.candidate_cost, evidence.candidate_calls
     if config.max_cost_per_task is not None and cost > config.max_cost_per_task:
         return Decision(
-            False, f"cost cap: {cost:.6f} > {config.max_cost_per_task:.6f} USD/task", evidence
+            False,
+            f"cost cap: {cost:.6g} > {config.max_cost_per_task:.6g} {unit(config.cost)}/task",
+            evidence,
         )
     if config.max_calls_per_task is not None and calls > config.max_calls_per_task:
         return Decision(
@@ -187,7 +194,8 @@ def judge(
         saving = 1 - cost / evidence.incumbent_cost
         return Decision(
             True,
-            f"{saving:.0%} cheaper, no worse on held-out (95% CI of the difference "
+            f"{saving:.0%} cheaper ({unit(config.cost)}), no worse on held-out (95% CI of the "
+            "difference "
             f"[{evidence.ci_low * 100:+.1f}, {evidence.ci_high * 100:+.1f}] points)",
             evidence,
         )

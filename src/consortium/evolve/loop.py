@@ -88,6 +88,8 @@ class EvolveInputs:
     final_pool: list[Task] | None = None
     """Tasks no decision saw, for the final comparison; None: the held-out pool (which holds
     the batches the guards decided on, so that comparison is not independent of them)."""
+    note: Callable[[str], None] | None = None
+    """Progress: a line after each strategy measured."""
 
 
 def split_tasks(tasks: Sequence[Task], seed: int) -> tuple[list[Task], list[Task]]:
@@ -108,6 +110,7 @@ def _summary(results: Sequence[TaskResult]) -> SplitSummary:
         cost_per_task=summary.cost / n,
         calls_per_task=summary.calls / n,
         tokens_per_task=summary.tokens / n,
+        seconds_per_task=sum(r.seconds for r in results) / n,
         errors=summary.errors,
         per_cluster=dict(sorted(summary.accuracy.items())),
     )
@@ -204,6 +207,7 @@ class EvolveLoop:
             task_limits=Limits(max_calls=int(caps)) if caps is not None else None,
             executor=self.inputs.executor,
             seed=self.config.seed,
+            note=self.inputs.note,
         )
 
     async def run(self) -> EvolveState:
@@ -237,6 +241,7 @@ class EvolveLoop:
             self.out_dir,
             self.config.seed,
             self.inputs.tuning_pool,
+            self.config.guard.cost,
         )
         proposals: dict[str, Proposal] = {}
         for proposer in self.inputs.proposers:
@@ -255,8 +260,12 @@ class EvolveLoop:
             cand_tuning = await evaluator.strategy(strategy, tuning, "tuning")
             cand_heldout = await evaluator.strategy(strategy, heldout, "heldout")
             tuning_difference = accuracy(cand_tuning) - accuracy(inc_tuning)
+            cost = self.config.guard.cost
             decision = judge(
-                measured(inc_heldout), measured(cand_heldout), self.config.guard, tuning_difference
+                measured(inc_heldout, cost),
+                measured(cand_heldout, cost),
+                self.config.guard,
+                tuning_difference,
             )
             tried.append(strategy)
             measured_rows += cluster_records(strategy.id, "tuning", cand_tuning)
@@ -356,7 +365,9 @@ class EvolveLoop:
         }
         first, last = lineage[0], lineage[-1]
         evidence = compare(
-            measured(results[first.id]), measured(results[last.id]), self.config.guard
+            measured(results[first.id], self.config.guard.cost),
+            measured(results[last.id], self.config.guard.cost),
+            self.config.guard,
         )
         self.state.final = FinalComparison(
             rounds=len(self.state.rounds),

@@ -4,11 +4,13 @@ and models produced the right answers, and how well verifiers' verdicts matched 
 
 from __future__ import annotations
 
+import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from consortium.coord.base import Coordinator
+from consortium.core.costs import CostMeasure, cost_of
 from consortium.evaluation.runner import TaskResult, evaluate_on
 from consortium.evolve.guards import Measured
 from consortium.evolve.library import ClusterRecord
@@ -36,7 +38,10 @@ class Evaluator:
         task_limits: Limits | None = None,
         executor: Executor = LocalExecutor(),
         seed: int = 0,
+        note: Callable[[str], None] | None = None,
     ) -> None:
+        self.note = note
+        """Told a line after each measurement (progress: what ran, on what, how long)."""
         self.caller = caller
         self.grader = grader
         self.resolve = resolve
@@ -52,6 +57,7 @@ class Evaluator:
         key = (strategy.id, split, tuple(t.id for t in tasks))
         name = f"{strategy.id}@{split}"
         if key not in self._seen:
+            started = time.perf_counter()
             coordinator = StrategyCoordinator(strategy, self.resolve, name)
             builder = StrategyBuilder(strategy.model_dump_json(), name, self.seed)
             (self._seen[key],) = await evaluate_on(
@@ -63,6 +69,12 @@ class Evaluator:
                 concurrency=self.concurrency,
                 task_limits=self.task_limits,
             )
+            if self.note is not None:
+                done = self._seen[key]
+                self.note(
+                    f"{'; '.join(strategy.describe())} ({strategy.id}) on {len(done)} {split} "
+                    f"tasks: {100 * accuracy(done):.1f} % · {time.perf_counter() - started:.0f} s"
+                )
         return self._seen[key]
 
     async def policy(self, spec: str, tasks: Sequence[Task], split: str) -> list[TaskResult]:
@@ -70,9 +82,12 @@ class Evaluator:
         return await self.strategy(Strategy(default=Plan(first=spec)), tasks, split)
 
 
-def measured(results: Sequence[TaskResult]) -> Measured:
+def measured(results: Sequence[TaskResult], cost: CostMeasure = "usd") -> Measured:
+    """What the guards compare; `cost`: the measure the run's cost is in."""
     return Measured.of(
-        [r.grade.correct for r in results], [r.cost for r in results], [r.calls for r in results]
+        [r.grade.correct for r in results],
+        [cost_of(r, cost) for r in results],
+        [r.calls for r in results],
     )
 
 

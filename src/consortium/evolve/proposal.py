@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from consortium.core.costs import CostMeasure
+from consortium.core.costs import cost_of as task_cost
 from consortium.evaluation.runner import TaskResult
 from consortium.evolve.measure import Evaluator
 from consortium.evolve.strategies import Plan, Strategy
@@ -25,6 +27,8 @@ class RoundContext:
     seed: int = 0
     tuning_pool: list[Task] = field(default_factory=list)
     """Every tuning task (coordinator retraining samples its minibatches here)."""
+    cost: CostMeasure = "usd"
+    """What "cheaper" means for the proposers: usd, tokens or seconds."""
 
     async def singles(self) -> dict[str, list[TaskResult]]:
         """Every model alone on the tuning batch."""
@@ -47,8 +51,9 @@ class Proposer(Protocol):
     async def propose(self, context: RoundContext) -> list[Proposal]: ...
 
 
-def cost_of(results: Sequence[TaskResult]) -> float:
-    return sum(r.cost for r in results) / len(results) if results else 0.0
+def cost_of(results: Sequence[TaskResult], measure: CostMeasure = "usd") -> float:
+    """Mean cost per task in `measure`."""
+    return sum(task_cost(r, measure) for r in results) / len(results) if results else 0.0
 
 
 def cheapest_adequate(

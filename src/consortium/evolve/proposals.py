@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from consortium.coord.trinity.policy import HeadSetup, load_setup, save_policy
+from consortium.core.costs import unit
 from consortium.evolve.escalation import Escalation
 from consortium.evolve.measure import accuracy, by_cluster
 from consortium.evolve.proposal import (
@@ -69,13 +70,13 @@ class ClusterSpecialists:
                 options = {}
                 for model, results in singles.items():
                     group = by_cluster(results).get(cluster, [])
-                    options[f"single:{model}"] = (accuracy(group), cost_of(group))
+                    options[f"single:{model}"] = (accuracy(group), cost_of(group, context.cost))
                 if mode == "most accurate":
                     spec = max(options, key=lambda s: (options[s][0], -options[s][1]))
                 else:
                     spec = cheapest_adequate(options, self.tolerance)
                 acc, cost = options[spec]
-                picks.append(f"{cluster}: {spec} ({acc:.1%}, ${cost:.2e}/task)")
+                picks.append(f"{cluster}: {spec} ({acc:.1%}, {cost:.3g} {unit(context.cost)}/task)")
                 strategy = strategy.with_plan(
                     cluster, replace_first(strategy.plan_for(cluster), spec)
                 )
@@ -105,7 +106,8 @@ class Templates:
             for cluster in sorted({t.dataset for t in context.tuning}):
                 per_model = {m: by_cluster(r).get(cluster, []) for m, r in singles.items()}
                 ranked = sorted(
-                    per_model, key=lambda m: (-accuracy(per_model[m]), cost_of(per_model[m]))
+                    per_model,
+                    key=lambda m: (-accuracy(per_model[m]), cost_of(per_model[m], context.cost)),
                 )
                 spec = f"workflow:{kind}:models={','.join(ranked[:3])}"
                 picks.append(f"{cluster}: {spec}")

@@ -5,8 +5,9 @@ cost–accuracy Pareto frontier)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from consortium.core.costs import unit
 from consortium.evaluation.tables import markdown_table, percent
 
 if TYPE_CHECKING:
@@ -15,6 +16,20 @@ if TYPE_CHECKING:
 
 def _usd(value: float) -> str:
     return f"{value:.2e}"
+
+
+def _measure(state: EvolveState) -> str:
+    """What the run's cost is in (`GuardConfig.cost`): usd, tokens or seconds."""
+    return str(state.config.get("guard", {}).get("cost", "usd"))
+
+
+def _amount(value: float, measure: str) -> str:
+    """A cost per task in its measure: 1.23e-03 USD, 412 tokens, 3.1 s."""
+    if measure == "tokens":
+        return f"{value:,.0f} tokens"
+    if measure == "seconds":
+        return f"{value:.1f} s"
+    return f"{_usd(value)} USD"
 
 
 def pareto_front(points: list[tuple[str, float, float]]) -> list[tuple[str, float, float]]:
@@ -28,13 +43,14 @@ def pareto_front(points: list[tuple[str, float, float]]) -> list[tuple[str, floa
     return sorted(front, key=lambda p: p[1])
 
 
-def _final_pool(final: FinalComparison) -> str:
-    if final.independent:
-        return "final tasks, which no decision saw"
-    return "whole held-out pool"
+def _final_pool(final: FinalComparison, final_limit: int | None = None) -> str:
+    pool = "final tasks, which no decision saw" if final.independent else "whole held-out pool"
+    if final_limit is not None:
+        return f"{pool}, sampled to {final_limit} per dataset (--final-limit)"
+    return pool
 
 
-def _verdict(final: FinalComparison) -> str:
+def _verdict(final: FinalComparison, measure: str = "usd") -> str:
     evidence = final.first_vs_final
     gain = evidence.difference
     cost_first, cost_final = evidence.incumbent_cost, evidence.candidate_cost
@@ -42,8 +58,8 @@ def _verdict(final: FinalComparison) -> str:
     if gain >= 0 and not more_cost:
         return (
             f"The final strategy is at least as accurate as the first on the {_final_pool(final)} "
-            f"({gain * 100:+.1f} points) at no more cost per task ({_usd(cost_first)} → "
-            f"{_usd(cost_final)} USD)."
+            f"({gain * 100:+.1f} points) at no more cost per task ({_amount(cost_first, measure)}"
+            f" → {_amount(cost_final, measure)})."
         )
     why = []
     if gain < 0:
@@ -69,25 +85,26 @@ def _verdict(final: FinalComparison) -> str:
     )
 
 
-def _cost_per_point(final: FinalComparison) -> str:
+def _cost_per_point(final: FinalComparison, measure: str = "usd") -> str:
     singles = final.singles
-    best = max(singles, key=lambda m: (singles[m].accuracy, -singles[m].cost_per_task))
+    best = max(singles, key=lambda m: (singles[m].accuracy, -singles[m].per_task(measure)))
     last = final.strategies[-1]
     gain = (last.accuracy - singles[best].accuracy) * 100
-    extra = last.cost_per_task - singles[best].cost_per_task
+    extra = last.per_task(measure) - singles[best].per_task(measure)
     head = (
         f"Best single model on the final tasks: {best} ({percent(singles[best].accuracy)}%, "
-        f"{_usd(singles[best].cost_per_task)} USD/task). Final strategy: "
-        f"{percent(last.accuracy)}%, {_usd(last.cost_per_task)} USD/task. "
+        f"{_amount(singles[best].per_task(measure), measure)}/task). Final strategy: "
+        f"{percent(last.accuracy)}%, {_amount(last.per_task(measure), measure)}/task. "
     )
     if gain <= 0:
         return head + "No extra accuracy over the best single model, so no cost per extra point."
-    return head + f"Cost per extra point of accuracy: {_usd(extra / gain)} USD per task per point."
+    per_point = _amount(extra / gain, measure)
+    return head + f"Cost per extra point of accuracy: {per_point} per task per point."
 
 
 def to_markdown(state: EvolveState) -> str:
     config, rounds, final = state.config, state.rounds, state.final
-    guard = config["guard"]
+    guard, measure = config["guard"], _measure(state)
     lines = [
         "# Evolve report",
         "",
@@ -95,7 +112,8 @@ def to_markdown(state: EvolveState) -> str:
         f"Tuning batch {config['tuning_batch']}, held-out batch {config['heldout_batch']} per "
         f"round, seed {config['seed']}. Guards: {guard['test']} test, alpha {guard['alpha']}, "
         f"margin {guard['margin']}; cheaper-by {guard['cheaper_by']:.0%} with non-inferiority "
-        f"{guard['noninferiority']}; caps: cost/task {guard['max_cost_per_task'] or 'none'}, "
+        f"{guard['noninferiority']}; cost measured in {unit(measure)}; caps: cost/task "
+        f"{guard['max_cost_per_task'] or 'none'}, "
         f"calls/task {guard['max_calls_per_task'] or 'none'}. Grading: the task set's external "
         "grader only.",
         "",
@@ -140,7 +158,8 @@ def to_markdown(state: EvolveState) -> str:
                 f"({e.difference * 100:+.1f} points, 95% CI "
                 f"[{e.ci_low * 100:+.1f}, {e.ci_high * 100:+.1f}], {e.wins} wins / "
                 f"{e.losses} losses, p = {e.p_value:.3g} {e.test}); cost "
-                f"{_usd(e.incumbent_cost)} → {_usd(e.candidate_cost)} USD/task, calls "
+                f"{_amount(e.incumbent_cost, measure)} → "
+                f"{_amount(e.candidate_cost, measure)}/task, calls "
                 f"{e.incumbent_calls:.2f} → {e.candidate_calls:.2f}; tuning difference "
                 f"{(e.tuning_difference or 0) * 100:+.1f} points. "
                 f"Adopted: {candidate.reason}.",
@@ -157,7 +176,7 @@ def to_markdown(state: EvolveState) -> str:
             f"{(c.evidence.tuning_difference or 0) * 100:+.1f}",
             f"{c.evidence.difference * 100:+.1f}",
             f"{c.evidence.p_value:.3g}",
-            _usd(c.evidence.candidate_cost),
+            _amount(c.evidence.candidate_cost, measure),
             "yes" if c.evidence.overfit else "",
             c.reason,
         ]
@@ -174,7 +193,7 @@ def to_markdown(state: EvolveState) -> str:
                 "tuning Δ",
                 "held-out Δ",
                 "p",
-                "USD/task",
+                "cost/task",
                 "overfit",
                 "reason",
             ],
@@ -184,7 +203,8 @@ def to_markdown(state: EvolveState) -> str:
         else ["None."]
     )
     if final:
-        lines += ["", f"## Final comparison: the {_final_pool(final)} ({final.tasks} tasks)", ""]
+        pool = _final_pool(final, config.get("final_limit"))
+        lines += ["", f"## Final comparison: the {pool} ({final.tasks} tasks)", ""]
         table = [
             [
                 f"strategy {s.strategy_id}"
@@ -192,6 +212,8 @@ def to_markdown(state: EvolveState) -> str:
                 + (" (final)" if i == len(final.strategies) - 1 else ""),
                 percent(s.accuracy),
                 _usd(s.cost_per_task),
+                f"{s.tokens_per_task:,.0f}",
+                f"{s.seconds_per_task:.2f}",
                 f"{s.calls_per_task:.2f}",
                 str(s.errors),
             ]
@@ -202,12 +224,15 @@ def to_markdown(state: EvolveState) -> str:
                 f"single:{m}",
                 percent(s.accuracy),
                 _usd(s.cost_per_task),
+                f"{s.tokens_per_task:,.0f}",
+                f"{s.seconds_per_task:.2f}",
                 f"{s.calls_per_task:.2f}",
                 str(s.errors),
             ]
             for m, s in final.singles.items()
         ]
-        lines += markdown_table(["policy", "accuracy %", "USD/task", "calls/task", "errors"], table)
+        header = ["policy", "accuracy %", "USD/task", "tokens/task", "s/task", "calls/task"]
+        lines += markdown_table([*header, "errors"], table)
         e = final.first_vs_final
         lines += [
             "",
@@ -215,9 +240,9 @@ def to_markdown(state: EvolveState) -> str:
             f"[{e.ci_low * 100:+.1f}, {e.ci_high * 100:+.1f}], p = {e.p_value:.3g} "
             f"({e.test}).",
             "",
-            _verdict(final),
+            _verdict(final, _measure(state)),
             "",
-            _cost_per_point(final),
+            _cost_per_point(final, _measure(state)),
             "",
             "![held-out accuracy and cost per round](rounds.png)",
             "",
@@ -259,7 +284,7 @@ def plot(state: EvolveState, out_dir: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rounds = state.rounds
+    rounds, measure = state.rounds, _measure(state)
     if rounds:
         figure, accuracy_axis = plt.subplots(figsize=(6, 3.5))
         steps = [r.round for r in rounds]
@@ -278,12 +303,13 @@ def plot(state: EvolveState, out_dir: Path) -> None:
         cost_axis = accuracy_axis.twinx()
         cost_axis.plot(
             steps,
-            [r.heldout.cost_per_task for r in rounds],
+            [r.heldout.per_task(measure) for r in rounds],
             "^:",
             color="grey",
-            label="USD/task",
+            label=f"{unit(measure)}/task",
         )
-        cost_axis.set_ylabel("USD per task")
+        cost_axis.set_ylabel(f"{unit(measure)} per task")
+        _readable_scale(cost_axis, [r.heldout.per_task(measure) for r in rounds], "y")
         handles = accuracy_axis.get_legend_handles_labels()
         more = cost_axis.get_legend_handles_labels()
         accuracy_axis.legend(handles[0] + more[0], handles[1] + more[1], fontsize=8)
@@ -294,10 +320,10 @@ def plot(state: EvolveState, out_dir: Path) -> None:
     final = state.final
     if final:
         points = [
-            (f"single:{m}", s.cost_per_task, 100 * s.accuracy) for m, s in final.singles.items()
+            (f"single:{m}", s.per_task(measure), 100 * s.accuracy) for m, s in final.singles.items()
         ]
         points += [
-            (f"strategy {s.strategy_id}", s.cost_per_task, 100 * s.accuracy)
+            (f"strategy {s.strategy_id}", s.per_task(measure), 100 * s.accuracy)
             for s in final.strategies
         ]
         front = pareto_front(points)
@@ -319,14 +345,30 @@ def plot(state: EvolveState, out_dir: Path) -> None:
             linewidth=1,
             label="Pareto frontier",
         )
-        axis.set_xscale("log")
-        axis.set_xlabel("USD per task (log)")
+        scale = _readable_scale(axis, [p[1] for p in points], "x")
+        axis.set_xlabel(f"{unit(measure)} per task" + (" (log)" if scale == "log" else ""))
+        if not any(p[1] for p in points):
+            axis.set_xlabel(
+                f"{unit(measure)} per task: all 0 (the pool's prices are 0; try --cost)"
+            )
         axis.set_ylabel("held-out accuracy %")
         axis.set_title("Cost–accuracy: single models (o) and evolved strategies (*)")
         axis.legend(fontsize=8)
         figure.tight_layout()
         figure.savefig(out_dir / "pareto.png", dpi=110)
         plt.close(figure)
+
+
+def _readable_scale(axis: Any, values: list[float], which: str) -> str:
+    """A log axis only where every value is positive and they span more than a factor of 10;
+    otherwise linear (all-zero costs get a small positive range, never -0.04…0.04)."""
+    positive = [v for v in values if v > 0]
+    if positive and len(positive) == len(values) and max(positive) > 10 * min(positive):
+        (axis.set_xscale if which == "x" else axis.set_yscale)("log")
+        return "log"
+    top = max(values, default=0.0)
+    (axis.set_xlim if which == "x" else axis.set_ylim)(0, top * 1.15 if top > 0 else 1)
+    return "linear"
 
 
 def write_report(state: EvolveState, out_dir: Path) -> Path:

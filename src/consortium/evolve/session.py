@@ -79,10 +79,13 @@ def _task_pools(request: EvolveRequest) -> tuple[_TaskPools, TaskSet]:
 
 
 def run_evolve(
-    request: EvolveRequest, on_round: Callable[[RoundSummary], None] | None = None
+    request: EvolveRequest,
+    on_round: Callable[[RoundSummary], None] | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> tuple[EvolveState, Path]:
     """Run (or, with `resume`, continue) the loop; returns its final state and the report's path
-    (OUT/report.md, with rounds.png and pareto.png beside it)."""
+    (OUT/report.md, with rounds.png and pareto.png beside it). `on_note` is told a line after
+    each strategy measured."""
     unknown = [name for name in request.proposers if name not in PROPOSERS]
     if unknown or not request.proposers:
         raise ConfigError(f"--proposers: expected some of {', '.join(PROPOSERS)}")
@@ -113,6 +116,7 @@ def run_evolve(
                 store=TraceStore(request.traces),
                 proposers=[PROPOSERS[name](proposer_settings) for name in request.proposers],
                 tasks_description=pools.description,
+                note=on_note,
             )
             loop = EvolveLoop(
                 inputs,

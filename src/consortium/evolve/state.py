@@ -34,6 +34,16 @@ class SplitSummary(_Record):
     tokens_per_task: float
     errors: int
     per_cluster: dict[str, float]
+    seconds_per_task: float = 0.0
+    """Mean wall-clock seconds of a task (0 in a state written before it was measured)."""
+
+    def per_task(self, measure: str) -> float:
+        """The mean cost per task in `measure` (usd, tokens or seconds)."""
+        if measure == "tokens":
+            return self.tokens_per_task
+        if measure == "seconds":
+            return self.seconds_per_task
+        return self.cost_per_task
 
 
 class StrategyResult(SplitSummary, _Named):

@@ -7,7 +7,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from consortium.core.errors import AgentError
+from consortium.core.errors import AgentError, reason
 from consortium.core.tokens import estimate_tokens
 from consortium.core.types import Completion, Message
 from consortium.pool import Pool
@@ -179,7 +179,7 @@ class TaskCaller:
                     completion = await agent.chat(messages, **params)
                 except AgentError as error:
                     self.budget.settle(reservation, 0, 0.0, made=True)
-                    record.error = str(error)
+                    record.error = reason(error)
                     self.made.append(CallSummary(model, role, 0, 0, 0.0, failed=True))
                     if self.run.store is not None:
                         self.run.store.record_call(record)

@@ -96,6 +96,7 @@ results = Table(
     Column("cost", Float),
     Column("error", Text),
     Column("created_at", Float, nullable=False),
+    Column("reference", Text),
 )
 
 # Covering indexes for the viewer's per-run, per-policy and per-task reads, so that a page of a
@@ -156,6 +157,9 @@ class ResultRecord:
     tokens: int
     cost: float
     error: str | None = None
+    """Why the task failed (`core.errors.reason`: type and message), when it did."""
+    reference: str | None = None
+    """The task's reference answer, as the grader compared it (None for code tasks' tests)."""
 
 
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:
@@ -194,12 +198,15 @@ class TraceStore:
 
     def _add_missing_columns(self) -> None:
         """Stores written by an earlier version lack newer nullable columns; add them."""
-        existing = {c["name"] for c in inspect(self.engine).get_columns("calls")}
-        with self.engine.begin() as db:
-            for column in calls.columns:
-                if column.name not in existing and column.nullable:
-                    kind = column.type.compile(self.engine.dialect)
-                    db.execute(text(f"ALTER TABLE calls ADD COLUMN {column.name} {kind}"))
+        for table in (calls, results):
+            existing = {c["name"] for c in inspect(self.engine).get_columns(table.name)}
+            with self.engine.begin() as db:
+                for column in table.columns:
+                    if column.name not in existing and column.nullable:
+                        kind = column.type.compile(self.engine.dialect)
+                        db.execute(
+                            text(f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}")
+                        )
 
     def start_run(self, kind: str, *, pool: str = "", config: dict[str, Any] | None = None) -> str:
         run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]

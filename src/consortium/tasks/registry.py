@@ -26,7 +26,10 @@ def _benchmark(spec: TaskSpec) -> TaskSet:
     split = spec.get("split", "test") or "test"
     path, hf = spec.get("path"), spec.get("hf")
     if bool(path) == bool(hf):
-        raise TaskSpecError(f"--tasks {spec.name}: give exactly one of path=FILE or hf=DATASET")
+        raise TaskSpecError(
+            f"--tasks {spec.name}: give exactly one of path=FILE or hf=DATASET, e.g. "
+            f"{spec.name}:path=FILE.jsonl:limit=100 (docs/graders.md lists each format)"
+        )
     rows = read_rows(path) if path else read_hf(str(hf), split, spec.get("config"))
     tasks = build_tasks(
         spec.name, rows, split=split, limit=spec.get_int("limit"), seed=spec.get_int("seed", 0) or 0

@@ -106,6 +106,14 @@ def load_checkpoint(path: Path, settings: Mapping[str, Any]) -> FitState:
     return state
 
 
+def checkpoint_step(path: Path) -> int | None:
+    """The step a checkpoint was written after (None: no checkpoint): where a resume starts."""
+    if not path.exists():
+        return None
+    state: FitState = pickle.loads(path.read_bytes())
+    return state.step
+
+
 async def fit(
     objective: Objective,
     make: Callable[[np.ndarray], Optimizer],

@@ -4,7 +4,7 @@ candidate's as one job on an executor (e.g. Ray)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,8 @@ class OnlineObjective:
     caller: Caller
     config: TrainConfig
     executor: Executor = field(default_factory=LocalExecutor)
+    on_rollout: Callable[[TaskResult], None] | None = None
+    """Called after each finished rollout (in this process; a remote job reports nothing)."""
 
     @property
     def n_params(self) -> int:
@@ -81,7 +83,15 @@ class OnlineObjective:
             else None
             for i in range(len(candidates))
         ]
-        work = rollouts_work(self.setup, batch, self.grader, self.caller, self.config.concurrency)
+        work = rollouts_work(
+            self.setup,
+            batch,
+            self.grader,
+            self.caller,
+            self.config.concurrency,
+            name=f"generation {step + 1}",
+            on_done=self.on_rollout,
+        )
         results = await self.executor.run(work, list(zip(candidates, seeds, strict=True)))
         if not sampled:
             return Outcome(mean_rewards(results))
@@ -118,10 +128,11 @@ async def train_online(
     on_step: Progress | None = None,
     init: np.ndarray | None = None,
     executor: Executor = LocalExecutor(),
+    on_rollout: Callable[[TaskResult], None] | None = None,
 ) -> FitState:
     """`config.generations` steps of `optimizer` (es, reinforce or random); `init`: the start
     (a warm start from an earlier policy), default zeros."""
-    objective = OnlineObjective(setup, tasks, grader, caller, config, executor)
+    objective = OnlineObjective(setup, tasks, grader, caller, config, executor, on_rollout)
     return await fit(
         objective,
         lambda start: make_optimizer(optimizer, start, config),

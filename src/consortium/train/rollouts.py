@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -48,12 +48,21 @@ async def score_vectors(
     *,
     sample_seeds: Sequence[int | None],
     concurrency: int = 64,
+    name: str = "trinity",
+    on_done: Callable[[TaskResult], None] | None = None,
 ) -> list[list[TaskResult]]:
-    """Every vector on every task, all concurrently; results[i][j] is vector i on task j."""
-    coordinators = [setup.coordinator(v, s) for v, s in zip(vectors, sample_seeds, strict=True)]
+    """Every vector on every task, all concurrently; results[i][j] is vector i on task j.
+    Vector i's rollouts are traced as policy `{name} · candidate {i + 1}`."""
+    coordinators = [
+        setup.coordinator(v, s, name=f"{name} · candidate {i + 1}")
+        for i, (v, s) in enumerate(zip(vectors, sample_seeds, strict=True))
+    ]
     return list(
         await asyncio.gather(
-            *(run_policy(c, tasks, grader, caller, concurrency=concurrency) for c in coordinators)
+            *(
+                run_policy(c, tasks, grader, caller, concurrency=concurrency, on_done=on_done)
+                for c in coordinators
+            )
         )
     )
 
@@ -63,7 +72,14 @@ Candidate = tuple[np.ndarray, int | None]
 
 
 def rollouts_work(
-    setup: HeadSetup, tasks: Sequence[Task], grader: Grader, caller: Caller, concurrency: int
+    setup: HeadSetup,
+    tasks: Sequence[Task],
+    grader: Grader,
+    caller: Caller,
+    concurrency: int,
+    *,
+    name: str = "trinity",
+    on_done: Callable[[TaskResult], None] | None = None,
 ) -> Work[Candidate, list[TaskResult]]:
     """Each candidate on every task: in this process all concurrently through `caller` (its
     cache); remotely one job per candidate."""
@@ -77,6 +93,8 @@ def rollouts_work(
             caller,
             sample_seeds=[seed for _, seed in candidates],
             concurrency=concurrency,
+            name=name,
+            on_done=on_done,
         )
 
     def remote() -> RemoteJob[Candidate, list[TaskResult]]:

@@ -19,14 +19,17 @@ from consortium.coord.trinity.encoder import (
 )
 from consortium.coord.trinity.policy import HeadSetup, default_encoder, save_policy
 from consortium.core.errors import ConfigError
+from consortium.evaluation.runner import TaskResult
 from consortium.pool import Pool
 from consortium.pool.config import PoolConfig, load_pool
 from consortium.runtime.cache import ResponseCache
 from consortium.runtime.caller import Caller
 from consortium.runtime.dist import Executor, LocalExecutor, make_executor
+from consortium.runtime.store import DEFAULT_TRACES, TraceStore
 from consortium.tasks.base import TaskSet
 from consortium.tasks.registry import load_task_set
-from consortium.train.fit import FitState
+from consortium.train.estimate import LARGE_BUDGET, Estimate, pool_concurrency, probe
+from consortium.train.fit import FitState, checkpoint_step
 from consortium.train.online import train_online
 from consortium.train.optimizers import OPTIMIZERS, TITLES
 from consortium.train.rollouts import write_curve
@@ -67,11 +70,18 @@ async def train_trinity(
     on_generation: Callable[[FitState], None] | None = None,
     cache_path: Path | None = None,
     executor: Executor = LocalExecutor(),
+    store: TraceStore | None = None,
+    run_id: str = "train",
+    on_rollout: Callable[[TaskResult], None] | None = None,
+    on_estimate: Callable[[Estimate], None] | None = None,
 ) -> FitState:
     """Train into `out_dir`; rollouts' responses are cached in `cache_path` (default
     OUT/responses.db), which runs over the same pool and tasks may share. On a remote executor
     each candidate's rollouts run as one job, without the cache. A checkpoint after every
-    generation (OUT/checkpoint.pkl) lets `resume` continue."""
+    generation (OUT/checkpoint.pkl) lets `resume` continue. With `store`, every rollout's calls
+    and results are traced under `run_id`. With `on_estimate`, a run of `LARGE_BUDGET` rollouts
+    or more is first probed (`train.estimate`) and the estimate handed over; the callback may
+    raise to stop the run before it starts."""
     out_dir.mkdir(parents=True, exist_ok=True)
     cache = ResponseCache(cache_path or out_dir / "responses.db")
 
@@ -93,7 +103,19 @@ async def train_trinity(
             on_generation(state)
 
     async with Pool(pool_config) as pool:
-        caller = Caller(pool, None, "train", cache=cache)
+        caller = Caller(pool, store, run_id, cache=cache)
+        if on_estimate is not None and config.budget >= LARGE_BUDGET:
+            concurrency = pool_concurrency(pool_config, config.concurrency)
+            on_estimate(
+                await probe(
+                    setup,
+                    task_set.tasks,
+                    task_set.grader,
+                    caller,
+                    budget=config.budget,
+                    concurrency=concurrency,
+                )
+            )
         state = await train_online(
             setup,
             task_set.tasks,
@@ -105,6 +127,7 @@ async def train_trinity(
             resume=resume,
             on_step=after,
             executor=executor,
+            on_rollout=on_rollout,
         )
     cache.close()
     return state
@@ -129,6 +152,8 @@ class TrinityRequest:
     resume: bool = False
     executor: str = "local"
     ray_address: str | None = None
+    traces: str = DEFAULT_TRACES
+    """Trace store: the run (kind `train`) and every rollout's calls and results."""
 
 
 @dataclass
@@ -150,9 +175,13 @@ def run_trinity_training(
     on_encoding: Stage | None = None,
     on_setup: Callable[[HeadSetup], None] | None = None,
     on_step: Callable[[FitState], None] | None = None,
+    on_rollout: Callable[[TaskResult], None] | None = None,
+    on_estimate: Callable[[Estimate], None] | None = None,
 ) -> TrinityTraining:
     """Train the head into `request.out` (policy, curve and checkpoint after every step);
-    progress comes through the callbacks: the encoding, the head once built, each step."""
+    progress comes through the callbacks: the encoding, the head once built, the estimate of a
+    large run (which may raise to stop it), each rollout, each step. The run and its rollouts
+    are traced as a run of kind `train`."""
     if request.optimizer not in OPTIMIZERS:
         raise ConfigError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}")
     pool = load_pool(request.pool)
@@ -172,17 +201,36 @@ def run_trinity_training(
     )
     if on_setup is not None:
         on_setup(setup)
-    state = asyncio.run(
-        train_trinity(
-            pool,
-            task_set,
-            setup,
-            request.out,
-            request.config,
-            optimizer=request.optimizer,
-            resume=request.resume,
-            on_generation=on_step,
-            executor=make_executor(request.executor, request.ray_address),
+    store = TraceStore(request.traces)
+    resumed = checkpoint_step(request.out / "checkpoint.pkl") if request.resume else None
+    settings = {
+        "tasks": request.tasks,
+        "out": str(request.out),
+        "optimizer": request.optimizer,
+        "max_turns": request.max_turns,
+        "roles": list(request.roles),
+        "budget_rollouts": request.config.budget,
+        "resumed_from_generation": resumed,
+    }
+    with store.running("train", pool=str(request.pool), config=settings) as run:
+        state = asyncio.run(
+            train_trinity(
+                pool,
+                task_set,
+                setup,
+                request.out,
+                request.config,
+                optimizer=request.optimizer,
+                resume=request.resume,
+                on_generation=on_step,
+                executor=make_executor(request.executor, request.ray_address),
+                store=store,
+                run_id=run.run_id,
+                on_rollout=on_rollout,
+                on_estimate=on_estimate,
+            )
         )
-    )
+        run.summary = {"generations": state.step, "rollouts": state.rollouts}
+        if state.history:
+            run.summary["last"] = state.history[-1]
     return TrinityTraining(state, setup, request.out)
