@@ -37,7 +37,8 @@ from typing import Any
 import httpx
 
 from consortium.coord.baselines import SingleModel
-from consortium.evaluation.runner import TaskResult, run_policy
+from consortium.evaluation.results import TaskResult
+from consortium.evaluation.runner import run_policy
 from consortium.pool import Pool
 from consortium.pool.config import dump_pool
 from consortium.replay.data import load_replay

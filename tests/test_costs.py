@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from consortium.evaluation.runner import TaskResult
+from consortium.evaluation.results import TaskResult
 from consortium.evolve.guards import GuardConfig, Measured, judge
 from consortium.evolve.measure import measured
 from consortium.evolve.report import _readable_scale

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from consortium.evaluation.runner import ORACLE
+from consortium.evaluation.results import ORACLE
 from consortium.replay.data import load_replay
 from consortium.replay.demo import demo_workflows, run_demo
 from consortium.runtime.store import TraceStore

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from consortium.evaluation.runner import stored_results
+from consortium.evaluation.results import stored_results
 from consortium.pool.config import dump_pool, load_pool
 from consortium.replay.data import ReplayData, _load_split2
 from consortium.replay.launch import ReplayServerProcess

@@ -7,7 +7,7 @@ import random
 
 from rich.console import Console
 
-from consortium.evaluation.runner import EvalReport, PolicySummary
+from consortium.evaluation.results import EvalReport, PolicySummary
 from consortium.evaluation.tables import percent, to_markdown, to_rich
 
 DATASETS = ["mmlu", "gsm8k", "cmmlu", "arc_challenge", "humaneval", "math_prealgebra", "mbpp"]

@@ -18,13 +18,8 @@ from typing import Any, Literal
 from consortium.coord.base import Coordinator
 from consortium.coord.registry import SpecBuilder, build_coordinator
 from consortium.core.errors import ConfigError
-from consortium.evaluation.runner import (
-    EvalReport,
-    TaskResult,
-    evaluate_on,
-    stored_results,
-    summaries_of,
-)
+from consortium.evaluation.results import EvalReport, TaskResult, stored_results, summaries_of
+from consortium.evaluation.runner import evaluate_on
 from consortium.evaluation.tables import to_json, to_markdown
 from consortium.pool import Pool
 from consortium.pool.config import PoolConfig, load_pool

@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Group
 from rich.table import Table
 
-from consortium.evaluation.runner import ORACLE, EvalReport, PolicySummary
+from consortium.evaluation.results import ORACLE, EvalReport, PolicySummary
 
 
 def percent(value: float | None) -> str:

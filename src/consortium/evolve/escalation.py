@@ -11,7 +11,7 @@ import numpy as np
 from consortium.core.answers import agree
 from consortium.core.costs import CostMeasure, unit
 from consortium.core.costs import cost_of as task_cost
-from consortium.evaluation.runner import TaskResult
+from consortium.evaluation.results import TaskResult
 from consortium.evolve.measure import accuracy, by_cluster
 from consortium.evolve.proposal import (
     Proposal,

@@ -20,7 +20,7 @@ from typing import Any
 from consortium.coord.base import Coordinator
 from consortium.core.draws import uniform
 from consortium.core.errors import ConfigError
-from consortium.evaluation.runner import TaskResult, summarise
+from consortium.evaluation.results import TaskResult, summarise
 from consortium.evolve.guards import GuardConfig, compare, judge
 from consortium.evolve.library import ChangeRecord, ClusterRecord, StrategyLibrary
 from consortium.evolve.measure import (

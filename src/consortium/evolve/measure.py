@@ -11,7 +11,8 @@ from typing import Any
 
 from consortium.coord.base import Coordinator
 from consortium.core.costs import CostMeasure, cost_of
-from consortium.evaluation.runner import TaskResult, evaluate_on
+from consortium.evaluation.results import TaskResult
+from consortium.evaluation.runner import evaluate_on
 from consortium.evolve.guards import Measured
 from consortium.evolve.library import ClusterRecord
 from consortium.evolve.state import ClusterCollaboration

@@ -10,7 +10,7 @@ from typing import Protocol
 
 from consortium.core.costs import CostMeasure
 from consortium.core.costs import cost_of as task_cost
-from consortium.evaluation.runner import TaskResult
+from consortium.evaluation.results import TaskResult
 from consortium.evolve.measure import Evaluator
 from consortium.evolve.strategies import Plan, Strategy
 from consortium.tasks.base import Task

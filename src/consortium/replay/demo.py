@@ -17,7 +17,7 @@ from consortium.coord.conductor.templates import WorkflowCoordinator, template
 from consortium.coord.trinity.policy import default_encoder, load_policy
 from consortium.core.progress import task_progress
 from consortium.evaluation.entry import EvalConfig, run_evaluation
-from consortium.evaluation.runner import ORACLE, EvalReport, TaskResult
+from consortium.evaluation.results import ORACLE, EvalReport, TaskResult
 from consortium.evaluation.tables import to_markdown, to_rich
 from consortium.replay.data import ReplayData, Source, load_replay
 from consortium.replay.expectation import recorded_expectation

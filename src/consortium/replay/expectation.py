@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from consortium.evaluation.runner import ORACLE
+from consortium.evaluation.results import ORACLE
 from consortium.tasks.base import Task
 from consortium.tasks.recorded import P_CORRECT
 

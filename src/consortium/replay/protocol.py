@@ -25,7 +25,7 @@ from consortium.tasks.base import Task
 from consortium.tasks.recorded import recorded_outcomes
 
 if TYPE_CHECKING:
-    from consortium.evaluation.runner import TaskResult
+    from consortium.evaluation.results import TaskResult
 
 Floats = NDArray[np.float64]
 Interval = tuple[float, float]

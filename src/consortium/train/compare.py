@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from consortium.coord.trinity.policy import HeadSetup
-from consortium.evaluation.runner import run_policy, summarise
+from consortium.evaluation.results import summarise
+from consortium.evaluation.runner import run_policy
 from consortium.pool import Pool
 from consortium.pool.config import PoolConfig
 from consortium.runtime.caller import Caller

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from consortium.coord.trinity.policy import HeadSetup
-from consortium.evaluation.runner import TaskResult
+from consortium.evaluation.results import TaskResult
 from consortium.runtime.caller import Caller
 from consortium.runtime.dist import Executor, LocalExecutor
 from consortium.tasks.base import Grader, Task

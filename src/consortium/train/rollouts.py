@@ -15,7 +15,8 @@ import numpy as np
 from consortium.coord.trinity.encoder import PrecomputedEncoder, StandardizedEncoder
 from consortium.coord.trinity.policy import HeadSetup
 from consortium.core.errors import ConfigError
-from consortium.evaluation.runner import TaskResult, run_policy
+from consortium.evaluation.results import TaskResult
+from consortium.evaluation.runner import run_policy
 from consortium.runtime.caller import Caller
 from consortium.runtime.dist import Work
 from consortium.runtime.jobs import RemoteJob

@@ -19,7 +19,7 @@ from consortium.coord.trinity.encoder import (
 )
 from consortium.coord.trinity.policy import HeadSetup, default_encoder, save_policy
 from consortium.core.errors import ConfigError
-from consortium.evaluation.runner import TaskResult
+from consortium.evaluation.results import TaskResult
 from consortium.pool import Pool
 from consortium.pool.config import PoolConfig, load_pool
 from consortium.runtime.cache import ResponseCache
