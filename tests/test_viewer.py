@@ -150,6 +150,9 @@ def test_task_pages_show_transcripts_grades_and_workflows(
         grade = section.find_element(By.CSS_SELECTOR, ".grade")
         assert grade.get_attribute("data-correct") == str(int(bool(result["correct"])))
         assert ("right" if result["correct"] else "wrong") in grade.text
+        # the task's reference answer, beside the answer read
+        reference = grade.find_element(By.CSS_SELECTOR, ".reference").text
+        assert result["reference"] and reference == str(result["reference"])
         turns = section.find_elements(By.CSS_SELECTOR, ".transcript .turn")
         expected = recorded(policy)
         assert [t.get_attribute("data-model") for t in turns] == [c["model"] for c in expected]

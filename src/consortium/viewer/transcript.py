@@ -79,12 +79,18 @@ def grade_html(result: dict[str, Any] | None) -> str:
     verdict = "<b class='ok'>right</b>" if result["correct"] else "<b class='bad'>wrong</b>"
     answer = result["answer"] or ""
     error = f" · error: {escape(result['error'])}" if result["error"] else ""
+    stored_reference = result.get("reference")
+    reference = (
+        f" · reference: <span class='reference'>{escape(stored_reference)}</span>"
+        if stored_reference
+        else ""
+    )
     return (
         f"<div class='grade' data-correct='{int(bool(result['correct']))}'>grader's verdict: "
         f"{verdict} · score {result['score'] or 0:g} · dataset {escape(result['dataset'] or '')}"
         f" · {result['calls']} calls · {result['tokens']} tokens · ${result['cost'] or 0:.6f}"
         f"{error}<br>final answer read: <span class='extracted'>"
-        f"{escape(final_answer(answer)) if answer else '–'}</span> · grader: "
+        f"{escape(final_answer(answer)) if answer else '–'}</span>{reference} · grader: "
         f"{escape(result['detail'] or '')}</div>"
     )
 
