@@ -4,10 +4,11 @@ task) through the store's composite indexes, so a page costs the rows it shows, 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Integer, and_, cast, func, select
+from sqlalchemy import Integer, and_, cast, column, func, inspect, select, table
 from sqlalchemy.engine import Engine
 
 from consortium.runtime.store import calls, results, runs
@@ -252,3 +253,18 @@ def fingerprint(engine: Engine, run_id: str) -> tuple[int, int]:
         last_call = db.execute(select(func.max(calls.c.id)).where(calls.c.run_id == run_id))
         last_result = db.execute(select(func.max(results.c.id)).where(results.c.run_id == run_id))
         return int(last_call.scalar() or 0), int(last_result.scalar() or 0)
+
+
+_strategies = table("evolve_strategies", column("strategy_id"), column("spec"))
+
+
+def strategy_specs(engine: Engine, strategy_ids: Sequence[str]) -> dict[str, str]:
+    """The JSON spec of each evolved strategy named (evolve stores them beside its runs); empty
+    for a store that never ran evolve."""
+    if not strategy_ids or not inspect(engine).has_table("evolve_strategies"):
+        return {}
+    query = select(_strategies.c.strategy_id, _strategies.c.spec).where(
+        _strategies.c.strategy_id.in_(list(strategy_ids))
+    )
+    with engine.connect() as db:
+        return {row.strategy_id: row.spec for row in db.execute(query)}

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from sqlalchemy.engine import Engine
 
+from consortium.evolve.strategies import Strategy
 from consortium.viewer import queries
 from consortium.viewer.html import Palette, num, pager, shares_bar, shares_text, table
 from consortium.viewer.memo import RunAggregates
@@ -89,7 +90,21 @@ def _selector(base: str, policies: Sequence[str], selected: str) -> str:
     )
 
 
-def _policy_table(base: str, stats: Sequence[DatasetStats], selected: str) -> str:
+def strategy_names(engine: Engine, policies: Sequence[str]) -> dict[str, str]:
+    """What an evolved strategy's policy name (`<strategy id>@<split>`) stands for: its plans
+    in words, read from the strategy's stored spec."""
+    ids = {p: p.split("@", 1)[0] for p in policies if "@" in p}
+    specs = queries.strategy_specs(engine, sorted(set(ids.values())))
+    return {
+        policy: "; ".join(Strategy.model_validate_json(specs[sid]).describe())
+        for policy, sid in ids.items()
+        if sid in specs
+    }
+
+
+def _policy_table(
+    base: str, stats: Sequence[DatasetStats], selected: str, described: dict[str, str]
+) -> str:
     totals: dict[str, list[DatasetStats]] = defaultdict(list)
     for row in stats:
         totals[row.policy].append(row)
@@ -98,6 +113,8 @@ def _policy_table(base: str, stats: Sequence[DatasetStats], selected: str) -> st
         tasks = sum(p.tasks for p in parts) or 1
         mean = sum(p.accuracy for p in parts) / len(parts)
         link = f"<a class='policy' href='{base}?policy={quote(policy)}'>{escape(policy)}</a>"
+        if policy in described:
+            link += f"<div class='strategy muted'>{escape(described[policy])}</div>"
         rows.append(
             [
                 f"<b>{link}</b>" if policy == selected else link,
@@ -234,7 +251,7 @@ def run_body(
     return (
         head
         + "<h2>Policies</h2>"
-        + _policy_table(base, stats, selected)
+        + _policy_table(base, stats, selected, strategy_names(engine, policies))
         + "<p class='muted'>accuracy: mean of the per-dataset accuracies, as "
         "<code>consortium eval</code> reports it.</p>"
         + f"<h2>Choices of a policy</h2>{_selector(base, policies, selected)}"
