@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from consortium.pool import Pool
 from consortium.replay.data import ReplayData
@@ -29,4 +30,17 @@ def replay_caller(
 def benchmarks_dir() -> Path:
     """The public benchmark files beside the checkout (or $CONSORTIUM_BENCHMARKS)."""
     default = Path(__file__).resolve().parents[1].parent / "shared/data/benchmarks"
-    return Path(os.environ.get("CONSORTIUM_BENCHMARKS", default))
+    return Path(os.environ.get("CONSORTIUM_BENCHMARKS", default)).resolve()
+
+
+WALL_TIME = {"seconds", "seconds_per_task"}
+
+
+def untimed(value: Any) -> Any:
+    """`value` (a report read from JSON) without its wall-clock figures: the one thing a rerun,
+    a resumed run or the same run on another executor never repeats."""
+    if isinstance(value, dict):
+        return {key: untimed(item) for key, item in value.items() if key not in WALL_TIME}
+    if isinstance(value, list):
+        return [untimed(item) for item in value]
+    return value

@@ -65,6 +65,13 @@ def test_demo_matches_the_recorded_data(replay_dir: Path, tmp_path: Path) -> Non
     # On replay a worker's answer does not depend on what it sees: a workflow scores what the
     # model of its last step scores.
     last_model = {w.name: f"single:{w.workflow.steps[-1].model}" for w in workflows}
+    # A vote returns one voter's own text, chosen by the judge: right whenever the judge is right
+    # and a voter gave that answer, never right when no voter is (replay draws are independent).
+    voters = {
+        w.name: [f"single:{step.model}" for step in w.workflow.steps[:-1]]
+        for w in workflows
+        if w.name.startswith("workflow:vote")
+    }
     store = TraceStore(f"sqlite:///{tmp_path}/t.db")
     checked = 0
     for report in reports:
@@ -81,6 +88,21 @@ def test_demo_matches_the_recorded_data(replay_dir: Path, tmp_path: Path) -> Non
         for summary in report.summaries:
             for dataset, measured in summary.accuracy.items():
                 if summary.policy == "random":
+                    continue
+                if summary.policy in voters:
+                    judge = expected[(last_model[summary.policy], dataset)]
+                    per_voter = [expected[(v, dataset)] for v in voters[summary.policy]]
+                    some_voter = [
+                        1 - math.prod(1 - p for p in ps) for ps in zip(*per_voter, strict=True)
+                    ]
+                    low = [j * v for j, v in zip(judge, some_voter, strict=True)]
+
+                    def slack(ps: list[float]) -> float:
+                        return 4 * math.sqrt(sum(p * (1 - p) for p in ps)) / len(ps) + 1e-12
+
+                    assert sum(low) / len(low) - slack(low) <= measured, summary.policy
+                    assert measured <= sum(some_voter) / len(low) + slack(some_voter), dataset
+                    checked += 1
                     continue
                 ps = expected[(last_model.get(summary.policy, summary.policy), dataset)]
                 mean = sum(ps) / len(ps)

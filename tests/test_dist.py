@@ -25,6 +25,7 @@ from consortium.runtime.store import TraceStore
 from consortium.train.online import train_online
 from consortium.train.settings import TrainConfig
 from consortium.train.workflow_reward import WorkflowReward
+from tests.helpers import untimed
 from tests.test_trinity import hash_setup
 
 
@@ -170,7 +171,7 @@ async def test_evolve_on_ray_equals_local(
         assert state.final is not None
         rounds = [r.model_dump(exclude={"run_id"}) for r in state.rounds]
         final = state.final.model_dump(exclude={"run_id"})
-        return json.dumps([rounds, final], sort_keys=True)
+        return json.dumps(untimed([rounds, final]), sort_keys=True)
 
     assert outcome(remote) == outcome(local)
 
@@ -217,6 +218,6 @@ def test_eval_command_with_ray(
             "--json", str(out), "--traces", f"sqlite:///{tmp_path / 't.db'}",
         )  # fmt: skip
         assert result.returncode == 0, result.stderr
-        reports[executor] = json.loads(out.read_text())["policies"]
+        reports[executor] = untimed(json.loads(out.read_text())["policies"])
     assert len(reports["local"]) == 4  # two models, random, the oracle
     assert reports["ray"] == reports["local"]

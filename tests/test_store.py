@@ -18,6 +18,7 @@ from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
 from consortium.runtime.store import CallRecord, TraceStore
+from tests.helpers import untimed
 
 
 def test_calls_round_trip(tmp_path: Path) -> None:
@@ -126,7 +127,7 @@ def test_a_killed_run_keeps_every_finished_call_and_resumes_to_the_same_result(
     def policies(name: str) -> dict[str, object]:
         report = json.loads((tmp_path / name).read_text())
         return {
-            p: {k: v for k, v in entry.items() if k != "cost"}
+            p: {k: v for k, v in untimed(entry).items() if k != "cost"}
             for p, entry in report["policies"].items()
         }
 

@@ -74,13 +74,13 @@ MaxCostOption = Annotated[
 ]
 TaskCallsOption = Annotated[
     int | None,
-    typer.Option(help="Cap on calls per task.", callback=in_range("--task-max-calls", 1)),
+    typer.Option(help="Cap on calls per task.", callback=in_range("--task-max-calls", 0)),
 ]
 TaskTokensOption = Annotated[
     int | None,
     typer.Option(
         help="Cap on tokens per task (worst case of each call reserved before it is made).",
-        callback=in_range("--task-max-tokens", 1),
+        callback=in_range("--task-max-tokens", 0),
     ),
 ]
 PopsizeOption = Annotated[

@@ -139,7 +139,8 @@ def _choices_table(
 ) -> str:
     best = best_singles(stats)
     rows = []
-    for row in (s for s in stats if s.policy == selected):
+    # datasets in name order: the order results arrive in depends on the run's concurrency
+    for row in sorted((s for s in stats if s.policy == selected), key=lambda s: s.dataset):
         tasks = row.tasks or 1
         mine = _parts(choices, row.dataset)
         champion = best.get(row.dataset)
