@@ -17,9 +17,11 @@ the default is float32.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 import threading
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from consortium.core.errors import ConfigError
+from consortium.core.quiet import quiet_transformers
 from consortium.smallmodels.files import cache_root, sha256_of
 
 MINILM_NAME = "all-MiniLM-L6-v2"
@@ -86,22 +89,27 @@ def export_minilm(model_dir: Path, target: Path, *, quantize: bool = True) -> Pa
             ).last_hidden_state
 
     target.parent.mkdir(parents=True, exist_ok=True)
+    quiet_transformers()  # no progress bar or load report on a user's terminal
     model = AutoModel.from_pretrained(str(model_dir)).eval()
     example = torch.ones((1, 8), dtype=torch.long)
     names = ["input_ids", "attention_mask", "token_type_ids"]
     with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
         plain = Path(scratch) / "float32.onnx"
         try:
-            torch.onnx.export(
-                LastHiddenState(model),
-                (example, example, torch.zeros_like(example)),
-                str(plain),
-                input_names=names,
-                output_names=["last_hidden_state"],
-                dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*names, "last_hidden_state"]},
-                opset_version=EXPORT_OPSET,
-                dynamo=False,
-            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the exporter's notes on ops it rewrites
+                torch.onnx.export(
+                    LastHiddenState(model),
+                    (example, example, torch.zeros_like(example)),
+                    str(plain),
+                    input_names=names,
+                    output_names=["last_hidden_state"],
+                    dynamic_axes={
+                        n: {0: "batch", 1: "tokens"} for n in [*names, "last_hidden_state"]
+                    },
+                    opset_version=EXPORT_OPSET,
+                    dynamo=False,
+                )
         except Exception as error:  # torch raises its own exporter errors (e.g. onnx missing)
             raise ConfigError(f"cannot export the encoder to ONNX: {error}") from None
         written = plain
@@ -109,13 +117,17 @@ def export_minilm(model_dir: Path, target: Path, *, quantize: bool = True) -> Pa
             from onnxruntime.quantization import QuantType, quantize_dynamic
 
             written = Path(scratch) / "int8.onnx"
-            quantize_dynamic(
-                plain,
-                written,
-                weight_type=QuantType.QInt8,
-                per_channel=True,
-                op_types_to_quantize=["MatMul"],
-            )
+            logging.getLogger().disabled = True  # its advice to pre-process, on the root logger
+            try:
+                quantize_dynamic(
+                    plain,
+                    written,
+                    weight_type=QuantType.QInt8,
+                    per_channel=True,
+                    op_types_to_quantize=["MatMul"],
+                )
+            finally:
+                logging.getLogger().disabled = False
         os.replace(written, target)
     return target
 
