@@ -5,7 +5,11 @@ no isolation, same programs, same machine, one run; prints the ratio.
         --humaneval ../shared/data/benchmarks/humaneval/HumanEval.jsonl.gz
 
 Both sides run the same 164 assembled programs (prompt + canonical solution + tests) with the same
-number of worker threads; the sandbox side uses the strongest isolation available here.
+number of worker threads; the sandbox side uses the strongest isolation available here. The plain
+side runs them the way the sandbox does, minus the isolation: the same interpreter with `-I`, a
+new session (on a kernel with scheduler autogroups a new session is a new scheduling group: with
+the parent's group the plain side got a smaller CPU share on a busy machine than the sandbox and
+looked slower), a throwaway directory. Rounds alternate the two sides; medians of `--rounds`.
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -24,16 +27,19 @@ from consortium.tasks.code import humaneval_program
 from consortium.tasks.loaders import build_tasks, read_rows
 
 
-def plain(program: str) -> bool:
+def plain(python: Path, program: str) -> bool:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "main.py"
         path.write_text(program)
-        return (
-            subprocess.run(
-                [sys.executable, str(path)], capture_output=True, timeout=60, check=False
-            ).returncode
-            == 0
+        done = subprocess.run(
+            [str(python), "-I", "main.py"],
+            cwd=folder,
+            capture_output=True,
+            timeout=60,
+            check=False,
+            start_new_session=True,
         )
+        return done.returncode == 0
 
 
 def main() -> None:
@@ -42,12 +48,15 @@ def main() -> None:
     )
     parser.add_argument("--humaneval", required=True, help="HumanEval.jsonl.gz")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
 
     tasks = build_tasks("humaneval", read_rows(args.humaneval))
     programs = [humaneval_program(task, task.reference) for task in tasks]
     sandbox = Sandbox()
+
+    def bare(program: str) -> bool:
+        return plain(sandbox.python, program)
 
     def boxed(program: str) -> bool:
         return sandbox.run_python(program).ok
@@ -55,7 +64,7 @@ def main() -> None:
     rates: dict[str, list[float]] = {"plain subprocess": [], f"sandbox ({sandbox.isolation})": []}
     with ThreadPoolExecutor(args.workers) as pool:
         for _ in range(args.rounds):
-            for name, run in zip(rates, (plain, boxed), strict=True):
+            for name, run in zip(rates, (bare, boxed), strict=True):
                 started = time.perf_counter()
                 passed = sum(pool.map(run, programs))
                 rates[name].append(len(programs) / (time.perf_counter() - started))

@@ -13,9 +13,11 @@ ours (rich 13), so it lives in its own virtual environment and runs as its own p
 loopback, as users deploy it.
 
 The driver is `--drivers` processes, each running its share of the clients on one asyncio loop;
-the direct rows at 1 and 2 drivers show whether the driver limits the measurement. At 1, 16 and
-64 clients each target is measured twice, in alternating order; a row gives rps and p50 / p95
-latency, and the added latency over direct (p50) of serve divided by LiteLLM's.
+the direct rows at 1 and 2 drivers show whether the driver limits the measurement. At each
+concurrency (`--clients`, default 1, 16 and 64) each target is measured `--rounds` times (default
+5), the order of the targets rotating each round; a row gives the median over rounds of rps and
+p50 / p95 latency, serve's rps over direct's, and the added latency over direct (p50) of serve
+divided by LiteLLM's (medians of the per-round figures).
 """
 
 from __future__ import annotations
@@ -82,6 +84,8 @@ def main() -> None:
     parser.add_argument("--litellm", default=".bench/litellm/bin/litellm")
     parser.add_argument("--requests", type=int, default=400, help="requests per measurement")
     parser.add_argument("--drivers", type=int, default=2, help="driver processes")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--clients", default="1,16,64", help="concurrency levels, comma-separated")
     args = parser.parse_args()
     data = load_replay(args.data, sources=["split2"])
     model = data.models["split2"][0]
@@ -106,14 +110,20 @@ def main() -> None:
                     "litellm": (litellm_url, short_name(model)),
                     "serve": (f"{served.root}/v1", "consortium"),
                 }
-                report(targets, questions, args.drivers, model)
+                levels = [int(c) for c in args.clients.split(",")]
+                report(targets, questions, args.drivers, model, levels, args.rounds)
         finally:
             proxy.terminate()
             proxy.wait(timeout=30)
 
 
 def report(
-    targets: dict[str, tuple[str, str]], questions: list[str], drivers: int, model: str
+    targets: dict[str, tuple[str, str]],
+    questions: list[str],
+    drivers: int,
+    model: str,
+    levels: list[int],
+    rounds: int,
 ) -> None:
     url, name = targets["direct"]
     one = measure(url, name, questions, 16, 1)
@@ -123,30 +133,39 @@ def report(
         f"driver check, direct at 16 clients: 1 driver {one.rps:.0f} rps, {drivers} drivers "
         f"{two.rps:.0f} rps\n"
     )
+    print(f"medians of {rounds} rounds, targets in rotating order")
     print("| clients | target | rps | p50 ms | p95 ms |\n|---|---|---|---|---|")
     summary = []
-    for clients in (1, 16, 64):
+    median = statistics.median
+    for clients in levels:
         results: dict[str, list[Measured]] = {t: [] for t in targets}
-        for round_ in range(2):
-            order = list(targets) if round_ == 0 else list(reversed(targets))
-            for target in order:
+        names = list(targets)
+        for round_ in range(rounds):
+            shift = round_ % len(names)
+            for target in names[shift:] + names[:shift]:
                 url, name = targets[target]
                 results[target].append(measure(url, name, questions, clients, drivers))
         for target, runs in results.items():
-            rps = statistics.mean(r.rps for r in runs)
-            p50 = statistics.mean(r.p50_ms for r in runs)
-            p95 = statistics.mean(r.p95_ms for r in runs)
+            rps = median(r.rps for r in runs)
+            p50 = median(r.p50_ms for r in runs)
+            p95 = median(r.p95_ms for r in runs)
             print(f"| {clients} | {target} | {rps:.0f} | {p50:.1f} | {p95:.1f} |")
-        direct = statistics.mean(r.p50_ms for r in results["direct"])
-        added = {
-            t: statistics.mean(r.p50_ms for r in results[t]) - direct for t in ("litellm", "serve")
-        }
-        summary.append((clients, added["serve"], added["litellm"]))
-    print("\n| clients | serve adds (p50 ms) | LiteLLM adds (p50 ms) | ratio serve / LiteLLM |")
-    print("|---|---|---|---|")
-    for clients, serve_added, litellm_added in summary:
-        ratio = serve_added / litellm_added if litellm_added > 0 else float("nan")
-        print(f"| {clients} | {serve_added:.1f} | {litellm_added:.1f} | {ratio:.2f} |")
+        per_round = list(zip(results["direct"], results["serve"], results["litellm"], strict=True))
+        rps_ratio = median(s.rps / d.rps for d, s, _ in per_round)
+        serve_added = median(s.p50_ms - d.p50_ms for d, s, _ in per_round)
+        litellm_added = median(x.p50_ms - d.p50_ms for d, _, x in per_round)
+        added_ratio = median((s.p50_ms - d.p50_ms) / (x.p50_ms - d.p50_ms) for d, s, x in per_round)
+        summary.append((clients, rps_ratio, serve_added, litellm_added, added_ratio))
+    print(
+        "\n| clients | serve rps / direct rps | serve adds (p50 ms) | LiteLLM adds (p50 ms) "
+        "| ratio serve / LiteLLM |"
+    )
+    print("|---|---|---|---|---|")
+    for clients, rps_ratio, serve_added, litellm_added, ratio in summary:
+        print(
+            f"| {clients} | {rps_ratio:.2f} | {serve_added:.1f} | {litellm_added:.1f} "
+            f"| {ratio:.2f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -72,6 +72,7 @@ def serve(
     from consortium.runtime.budget import Limits
     from consortium.runtime.caller import Caller
     from consortium.runtime.store import TraceStore
+    from consortium.runtime.trace_queue import TraceQueue
     from consortium.serve.server import LOOPBACK, EnsembleServer
 
     token = os.environ.get(token_env) or None
@@ -85,14 +86,16 @@ def serve(
     store = TraceStore(traces)
     run_id = store.start_run("serve", pool=str(pool), config={"policy": policy, "name": name})
     members = Pool(config)
+    traces_queue = TraceQueue(store)
 
     async def close() -> None:
         await members.aclose()
+        traces_queue.close()  # every queued row written before the run is marked finished
         store.finish_run(run_id, "finished")
 
     server = EnsembleServer(
         coordinator,
-        Caller(members, store, run_id, telemetry=Telemetry.from_env()),
+        Caller(members, store, run_id, telemetry=Telemetry.from_env(), traces=traces_queue),
         model_id=name,
         token=token,
         request_timeout=request_timeout,

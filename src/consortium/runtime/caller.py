@@ -15,12 +15,15 @@ from consortium.runtime.budget import Budget, Limits
 from consortium.runtime.cache import ResponseCache, cache_key
 from consortium.runtime.store import CallRecord, TraceStore
 from consortium.runtime.telemetry import Telemetry
+from consortium.runtime.trace_queue import TraceQueue
 
 
 class Caller:
     """Shared by all tasks of a run: the pool, the store, the run budget and the cache.
 
     `store=None` keeps no trace rows: for training rollouts, which are summarised per generation.
+    With `traces` (a queue over `store`), rows are written by its thread in batches and a call
+    returns once its row is committed (`serve`); else each row is written as the call ends.
     """
 
     def __init__(
@@ -32,6 +35,7 @@ class Caller:
         budget: Budget | None = None,
         cache: ResponseCache | None = None,
         telemetry: Telemetry | None = None,
+        traces: TraceQueue | None = None,
     ) -> None:
         self.pool = pool
         self.store = store
@@ -39,6 +43,13 @@ class Caller:
         self.budget = budget or Budget(label="run")
         self.cache = cache
         self.telemetry = telemetry
+        self.traces = traces
+
+    async def trace(self, record: CallRecord) -> None:
+        if self.traces is not None:
+            await self.traces.record(record)
+        elif self.store is not None:
+            self.store.record_call(record)
 
     def for_task(
         self,
@@ -181,8 +192,7 @@ class TaskCaller:
                     self.budget.settle(reservation, 0, 0.0, made=True)
                     record.error = reason(error)
                     self.made.append(CallSummary(model, role, 0, 0, 0.0, failed=True))
-                    if self.run.store is not None:
-                        self.run.store.record_call(record)
+                    await self.run.trace(record)
                     raise
                 if self.run.cache and key:
                     self.run.cache.put(key, completion)
@@ -210,6 +220,5 @@ class TaskCaller:
         self.made.append(
             CallSummary(model, role, usage.prompt_tokens, usage.completion_tokens, cost)
         )
-        if self.run.store is not None:
-            self.run.store.record_call(record)
+        await self.run.trace(record)
         return completion

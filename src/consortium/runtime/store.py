@@ -259,18 +259,27 @@ class TraceStore:
                 )
             )
 
-    def record_call(self, record: CallRecord) -> int:
+    @staticmethod
+    def _call_values(record: CallRecord) -> dict[str, Any]:
         values = asdict(record)
-        messages = list(record.messages)
-        serialized = json.dumps(messages, ensure_ascii=False)
+        serialized = json.dumps(list(record.messages), ensure_ascii=False)
         values["messages"] = serialized
         values["messages_hash"] = hashlib.sha256(serialized.encode()).hexdigest()
         values["created_at"] = time.time()
+        return values
+
+    def record_call(self, record: CallRecord) -> int:
         with self.engine.begin() as db:
             # parameters beside a plain insert, not `.values()`: the compiled statement is cached
-            result = db.execute(insert(calls), values)
+            result = db.execute(insert(calls), self._call_values(record))
         key = result.inserted_primary_key
         return int(key[0]) if key else 0
+
+    def record_calls(self, records: Sequence[CallRecord]) -> None:
+        """Several rows in one transaction (the trace queue's batches)."""
+        if records:
+            with self.engine.begin() as db:
+                db.execute(insert(calls), [self._call_values(r) for r in records])
 
     def record_result(self, record: ResultRecord) -> None:
         with self.engine.begin() as db:

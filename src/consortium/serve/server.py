@@ -19,7 +19,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from consortium.coord.base import Coordinator
@@ -34,6 +34,7 @@ from consortium.core.wire import (
 )
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller, TaskCaller
+from consortium.serve.fastjson import FastJSONResponse, loads
 from consortium.serve.params import RequestFieldError, request_options
 from consortium.tasks.base import Task
 
@@ -107,21 +108,21 @@ class EnsembleServer:
         )
 
     async def health(self, request: Request) -> Response:
-        return JSONResponse({"status": "ok", "model": self.model_id})
+        return FastJSONResponse({"status": "ok", "model": self.model_id})
 
     async def list_models(self, request: Request) -> Response:
         refused = self._refused(request)
         if refused is not None:
             return refused
         model = {"id": self.model_id, "object": "model", "created": 0, "owned_by": "consortium"}
-        return JSONResponse({"object": "list", "data": [model]})
+        return FastJSONResponse({"object": "list", "data": [model]})
 
     async def chat(self, request: Request) -> Response:
         refused = self._refused(request)
         if refused is not None:
             return refused
         try:
-            body = await request.json()
+            body = loads(await request.body())
         except (ValueError, UnicodeDecodeError):
             return error_response(400, "request body is not valid JSON", "invalid_json")
         if not isinstance(body, dict):
@@ -174,7 +175,7 @@ class EnsembleServer:
         answers = [outcome.answer for outcome in outcomes]
         payload = completion_body(completion_id, self.model_id, answers, "stop", usage)
         payload["consortium"] = account
-        return JSONResponse(payload, headers=headers)
+        return FastJSONResponse(payload, headers=headers)
 
     def _stream(self, task: Task, caller: TaskCaller) -> StreamingResponse:
         """Server-sent events while the policy runs: the tokens of its final call as the model

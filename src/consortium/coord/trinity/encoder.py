@@ -204,6 +204,9 @@ class CachedEncoder:
         self.encoder = encoder
         self.name = encoder.name
         self.dim = encoder.dim
+        # an encoder whose features differ slightly from its model's float32 ones (int8) files
+        # them under its own name
+        self._cache_name: str = getattr(encoder, "cache_name", encoder.name)
         self.max_entries = max_entries
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self.hits = 0
@@ -224,7 +227,7 @@ class CachedEncoder:
             marks = ",".join("?" * len(chunk))
             rows = self._db.execute(
                 f"SELECT key, vector FROM features WHERE encoder = ? AND key IN ({marks})",
-                [self.name, *chunk],
+                [self._cache_name, *chunk],
             )
             for key, blob in rows:
                 self._cache[key] = np.frombuffer(blob, dtype=np.float32)
@@ -234,7 +237,7 @@ class CachedEncoder:
             return
         self._db.executemany(
             "INSERT OR REPLACE INTO features VALUES (?, ?, ?)",
-            [(self.name, key, vector.astype(np.float32).tobytes()) for key, vector in items],
+            [(self._cache_name, key, vector.astype(np.float32).tobytes()) for key, vector in items],
         )
         self._db.commit()
 

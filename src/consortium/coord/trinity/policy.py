@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from consortium.coord.trinity.encoder import (
     smollm2_encoder,
 )
 from consortium.coord.trinity.head import ROLES, LinearHead
+from consortium.coord.trinity.onnx_encoder import OnnxSentenceEncoder, onnx_runtime_available
 from consortium.coord.trinity.protocol import TrinityCoordinator
 from consortium.core.errors import ConfigError
 
@@ -54,12 +55,26 @@ class HeadSetup:
         )
 
 
-def default_encoder(name: str = SentenceEncoder.name, cache: Path | None = None) -> CachedEncoder:
+EncoderBackend = Literal["auto", "onnx", "onnx-int8", "torch"]
+
+
+def default_encoder(
+    name: str = SentenceEncoder.name, cache: Path | None = None, backend: EncoderBackend = "auto"
+) -> CachedEncoder:
     """all-MiniLM-L6-v2 by default; SmolLM2-135M-Instruct from its pinned PyPI package; any other
-    name is a causal LM (path or hub id)."""
+    name is a causal LM (path or hub id).
+
+    all-MiniLM-L6-v2 runs on ONNX Runtime (`backend="onnx"`; "auto" picks it when onnxruntime is
+    installed) or on torch (`"torch"`), both float32 and the same features; `"onnx-int8"` is
+    faster with int8 products and slightly different features (docs/performance.md)."""
     encoder: Encoder
     if name == SentenceEncoder.name:
-        encoder = SentenceEncoder()
+        use_onnx = backend in ("onnx", "onnx-int8") or (
+            backend == "auto" and onnx_runtime_available()
+        )
+        encoder = (
+            OnnxSentenceEncoder(quantize=backend == "onnx-int8") if use_onnx else SentenceEncoder()
+        )
     elif name == SMOLLM2_NAME:
         encoder = smollm2_encoder()
     else:

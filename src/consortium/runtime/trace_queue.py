@@ -1,0 +1,82 @@
+"""Trace rows written off the event loop, in batches, and never lost for an answered request.
+
+`consortium serve` used to insert each call's row on the event loop (one SQLite transaction per
+call, every other request waiting meanwhile). Here a writer thread takes whatever rows are queued,
+inserts them in one transaction, and then wakes the coroutines that queued them: a call returns
+only once its row is committed (group commit). So an answer a client received always has its
+trace rows on disk, whether the server is later stopped (`close` drains the queue) or killed; a
+kill loses only the rows of requests that were never answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+
+from consortium.runtime.store import CallRecord, TraceStore
+
+_Item = tuple[CallRecord, asyncio.AbstractEventLoop, "asyncio.Future[None]"]
+
+
+def _settle(done: asyncio.Future[None], error: BaseException | None) -> None:
+    if done.done():  # the request was cancelled meanwhile; its row is written all the same
+        return
+    if error is None:
+        done.set_result(None)
+    else:
+        done.set_exception(error)
+
+
+class TraceQueue:
+    def __init__(self, store: TraceStore, max_batch: int = 512) -> None:
+        self.store = store
+        self.max_batch = max_batch
+        self.batches = 0
+        """Transactions committed so far (each holds one or more rows)."""
+        self.rows = 0
+        self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
+        self._closed = False
+        self._thread = threading.Thread(target=self._drain, name="trace-writer", daemon=True)
+        self._thread.start()
+
+    async def record(self, record: CallRecord) -> None:
+        """Queue `record`; returns once it is committed (raises what the insert raised)."""
+        if self._closed:
+            raise RuntimeError("trace queue is closed")
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self._queue.put((record, loop, done))
+        await asyncio.shield(done)
+
+    def _drain(self) -> None:
+        while True:
+            first = self._queue.get()
+            batch = [first]
+            while len(batch) < self.max_batch:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            items = [item for item in batch if item is not None]
+            if items:
+                error: BaseException | None = None
+                try:
+                    self.store.record_calls([record for record, _, _ in items])
+                    self.batches += 1
+                    self.rows += len(items)
+                except Exception as failure:  # handed to every waiting request
+                    error = failure
+                for _, loop, done in items:
+                    if not loop.is_closed():
+                        loop.call_soon_threadsafe(_settle, done, error)
+            if len(items) < len(batch):  # the stop mark: everything queued before it is written
+                return
+
+    def close(self) -> None:
+        """Write every queued row, then stop the writer."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(None)
+        self._thread.join()
