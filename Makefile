@@ -7,7 +7,7 @@ BENCHMARKS ?= ../shared/data/benchmarks
 REAL_OUTPUTS ?= ../shared/data
 DEMO_ARGS ?=
 
-.PHONY: install demo test lint records bench bench-litellm train compare evolve reliability real real-conductor real-pool real-pool-stop clean
+.PHONY: install demo test lint records coordination bench bench-litellm train compare evolve reliability real real-conductor real-pool real-pool-stop clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ lint: install
 test: lint
 	bash scripts/system-deps.sh
 	CONSORTIUM_REPLAY_DATA=$(REPLAY_DATA) CONSORTIUM_BENCHMARKS=$(BENCHMARKS) $(BIN)/pytest -q -n 2 --dist loadfile --durations=15
+
+# Answer-aware coordinators and baselines on the records folders (run `make records` first).
+COORD_SETS ?= gsm8k math humaneval date
+coordination: install
+	$(BIN)/consortium coordinate $(foreach set,$(COORD_SETS),--records records/$(set)) --out reports/coordination
 
 # The recorded corpora in the records format (records/, git-ignored) and the import table.
 records: install
