@@ -32,7 +32,7 @@ test: lint
 # Answer-aware coordinators and baselines on the records folders (run `make records` first).
 COORD_SETS ?= gsm8k math humaneval date
 coordination: install
-	$(BIN)/consortium coordinate $(foreach set,$(COORD_SETS),--records records/$(set)) --out reports/coordination
+	$(BIN)/consortium coordinate $(foreach set,$(COORD_SETS),--records records/$(set)) --out reports/coordination --optimizer-table
 
 # The recorded corpora in the records format (records/, git-ignored) and the import table.
 records: install

@@ -21,6 +21,13 @@ def coordinate(
     generations: Annotated[int, typer.Option(help="sep-CMA-ES generations per λ.")] = 40,
     popsize: Annotated[int, typer.Option(help="Candidates per generation.")] = 16,
     minibatch: Annotated[int, typer.Option(help="Training questions per generation.")] = 64,
+    optimizer_table: Annotated[
+        bool,
+        typer.Option(
+            "--optimizer-table/--no-optimizer-table",
+            help="Also train sep-CMA-ES, REINFORCE, random search and imitation (3 seeds each).",
+        ),
+    ] = False,
     cache: Annotated[
         Path | None, typer.Option(help="Cache folder for the code checks' sandbox runs.")
     ] = Path(".cache/coordination"),

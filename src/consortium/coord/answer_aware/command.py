@@ -26,6 +26,8 @@ class CoordinationRequest:
     lambdas: tuple[float, ...] = LAMBDAS
     cache_dir: Path | None = None
     targets: dict[str, float] = field(default_factory=lambda: dict(TARGETS))
+    optimizer_seeds: tuple[int, ...] = ()
+    """Seeds of the optimizer table (none: no table)."""
 
 
 def run_coordination(
@@ -42,6 +44,7 @@ def run_coordination(
             request.budget,
             request.lambdas,
             log=_prefixed(say, table.dataset),
+            optimizer_seeds=request.optimizer_seeds,
         )
         summaries.append(dataset_summary(result))
     write_report(summaries, request.out, request.targets)

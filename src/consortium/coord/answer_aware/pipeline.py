@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from consortium.coord.answer_aware import baselines
 from consortium.coord.answer_aware.episodes import Episodes
+from consortium.coord.answer_aware.optimizer_table import optimizer_table
 from consortium.coord.answer_aware.outcomes import OutcomeTable
 from consortium.coord.answer_aware.runs import PolicyRun, train_accuracy, train_cost
 from consortium.coord.answer_aware.scorer import frugal_family, scorer_vote
@@ -29,6 +31,7 @@ class DatasetResult:
     runs: list[PolicyRun] = field(default_factory=list)
     frontier: list[PolicyRun] = field(default_factory=list)
     """Every family member (train-selected or not), for the plot only."""
+    optimizers: list[dict[str, Any]] = field(default_factory=list)
 
 
 Log = Callable[[str], None]
@@ -40,6 +43,7 @@ def run_dataset(
     lambdas: tuple[float, ...] = LAMBDAS,
     seed: int = 0,
     log: Log | None = None,
+    optimizer_seeds: tuple[int, ...] = (),
 ) -> DatasetResult:
     say = log or (lambda _: None)
     train = table.indices("train")
@@ -79,4 +83,7 @@ def run_dataset(
         runs.append(run)
         say(f"TRINITY λ={lam:g} trained")
     runs.append(baselines.oracle(table))
+    if optimizer_seeds:
+        result.optimizers = optimizer_table(episodes, cost_unit, budget, optimizer_seeds)
+        say("optimizer table done")
     return result

@@ -63,6 +63,7 @@ def dataset_summary(result: DatasetResult) -> dict[str, Any]:
         "best_single_accuracy": 100 * float(best.correct[test].mean()),
         "cost_unit_usd": result.cost_unit,
         "policies": policies,
+        "optimizers": result.optimizers,
         "frontier": [
             {
                 "name": r.name,
@@ -129,6 +130,21 @@ def markdown(summaries: Sequence[Mapping[str, Any]], targets: Mapping[str, float
                 f"{p['tokens_per_question']:.0f} | {p['note']} |"
             )
         out.append("")
+        if s.get("optimizers"):
+            out += [
+                "Optimizers (multi-turn, binary reward, λ = 0; test accuracy per seed):",
+                "",
+                "| optimizer | episodes | acc % mean ± sd | per seed | $ vs best single |",
+                "|---|---|---|---|---|",
+            ]
+            for o in s["optimizers"]:
+                seeds = ", ".join(f"{a:.2f}" for a in o["accuracy"])
+                out.append(
+                    f"| {o['optimizer']} | {o['episodes']} | {o['accuracy_mean']:.2f} ± "
+                    f"{o['accuracy_sd']:.2f} | {seeds} | "
+                    f"{100 * o['cost_vs_best_single_mean']:.1f} % |"
+                )
+            out.append("")
     return "\n".join(out) + "\n"
 
 

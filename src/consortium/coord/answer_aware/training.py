@@ -140,7 +140,9 @@ def imitate(
 ) -> np.ndarray:
     """Behaviour cloning of each training question's best short trajectory (cross-entropy on the
     model and role softmaxes, full-batch gradient descent)."""
-    data = [step for q in questions for step in best_trajectory(episodes, int(q), lam, cost_unit)]
+    data = [
+        step for q in questions for step in best_trajectory(episodes, int(q), lam, cost_unit, 2)
+    ]
     n_models = episodes.n_models
     w = np.random.default_rng(seed).normal(0, 0.01, (n_models + len(ROLES), episodes.n_features))
     if not data:
