@@ -21,6 +21,13 @@ def coordinate(
     generations: Annotated[int, typer.Option(help="sep-CMA-ES generations per λ.")] = 40,
     popsize: Annotated[int, typer.Option(help="Candidates per generation.")] = 16,
     minibatch: Annotated[int, typer.Option(help="Training questions per generation.")] = 64,
+    routers: Annotated[
+        bool,
+        typer.Option(
+            "--routers/--no-routers",
+            help="Also the kNN and MLP question-only routers (all-MiniLM-L6-v2 embeddings).",
+        ),
+    ] = False,
     optimizer_table: Annotated[
         bool,
         typer.Option(
@@ -44,7 +51,12 @@ def coordinate(
     from consortium.coord.answer_aware.training import Budget
 
     request = CoordinationRequest(
-        records, out, Budget(generations, popsize, minibatch), cache_dir=cache
+        records,
+        out,
+        Budget(generations, popsize, minibatch),
+        cache_dir=cache,
+        routers=routers,
+        optimizer_seeds=(0, 1, 2) if optimizer_table else (),
     )
     summaries = run_coordination(request, log=lambda line: err_console.print(line))
     for s in summaries:

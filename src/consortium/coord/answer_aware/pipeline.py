@@ -14,6 +14,7 @@ from consortium.coord.answer_aware import baselines
 from consortium.coord.answer_aware.episodes import Episodes
 from consortium.coord.answer_aware.optimizer_table import optimizer_table
 from consortium.coord.answer_aware.outcomes import OutcomeTable
+from consortium.coord.answer_aware.routers import router_runs
 from consortium.coord.answer_aware.runs import PolicyRun, train_accuracy, train_cost
 from consortium.coord.answer_aware.scorer import frugal_family, scorer_vote
 from consortium.coord.answer_aware.selection import TOLERANCE, select_best, select_cheap
@@ -44,6 +45,7 @@ def run_dataset(
     seed: int = 0,
     log: Log | None = None,
     optimizer_seeds: tuple[int, ...] = (),
+    question_features: np.ndarray | None = None,
 ) -> DatasetResult:
     say = log or (lambda _: None)
     train = table.indices("train")
@@ -57,6 +59,8 @@ def run_dataset(
     runs += [baselines.majority_top(table, k) for k in (3, 5) if k <= table.n_models]
     runs.append(baselines.weighted_vote(table))
     runs.append(baselines.model_switch(table))
+    if question_features is not None:
+        runs += router_runs(table, question_features)
     say("baselines done")
     floor = float(accuracy[best]) - TOLERANCE / 100
     for family_name, family in (
