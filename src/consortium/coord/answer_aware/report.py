@@ -30,10 +30,11 @@ DECLARED = (
 
 def dataset_summary(result: DatasetResult) -> dict[str, Any]:
     table = result.table
-    test = table.indices("test")
+    test, train = table.indices("test"), table.indices("train")
     best = result.runs[result.best_single]
     vote = next(r for r in result.runs if r.name.startswith("weighted vote"))
     best_cost = float(best.cost[test].mean()) or 1.0
+    best_train_cost = float(best.cost[train].mean()) or 1.0
     policies = []
     for run in result.runs:
         policies.append(
@@ -43,6 +44,8 @@ def dataset_summary(result: DatasetResult) -> dict[str, Any]:
                 "note": run.note,
                 "params": run.params,
                 "accuracy": 100 * float(run.correct[test].mean()),
+                "train_accuracy": 100 * float(run.correct[train].mean()),
+                "train_cost_vs_best_single": float(run.cost[train].mean()) / best_train_cost,
                 "vs_best_single": paired_bootstrap(run.correct[test], best.correct[test]).__dict__,
                 "vs_weighted_vote": paired_bootstrap(
                     run.correct[test], vote.correct[test]
@@ -61,6 +64,7 @@ def dataset_summary(result: DatasetResult) -> dict[str, Any]:
         "test_questions": len(test),
         "best_single": table.models[result.best_single],
         "best_single_accuracy": 100 * float(best.correct[test].mean()),
+        "best_single_train_accuracy": 100 * float(best.correct[train].mean()),
         "cost_unit_usd": result.cost_unit,
         "policies": policies,
         "optimizers": result.optimizers,
@@ -76,29 +80,35 @@ def dataset_summary(result: DatasetResult) -> dict[str, Any]:
 
 
 def target_lines(summary: Mapping[str, Any], target: float | None) -> list[str]:
+    """The targets, judged on policies chosen on the train split (test figures reported)."""
     policies = [p for p in summary["policies"] if p["family"] not in ("oracle", "single")]
-    best = max(policies, key=lambda p: p["accuracy"])
-    single = summary["best_single_accuracy"]
+    best = max(policies, key=lambda p: (p["train_accuracy"], -p["train_cost_vs_best_single"]))
+    single = summary["best_single_train_accuracy"]
     lines = []
     if target is not None:
         met = best["accuracy"] >= target and best["vs_best_single"]["low"] > 0
         gap = "" if met else f" (missed by {target - best['accuracy']:.2f} pts or CI ≤ 0)"
         lines.append(
-            f"- accuracy target ≥ {target}: best policy {best['name']} "
+            f"- accuracy target ≥ {target}: the best policy on train, {best['name']}, "
             f"{best['accuracy']:.2f}, Δ vs best single {_interval(best['vs_best_single'])}: "
             f"{'met' if met else 'missed'}{gap}"
         )
     close = [
         p
         for p in summary["policies"]
-        if p["accuracy"] >= single - TOLERANCE and p["family"] not in ("oracle",)
+        if p["train_accuracy"] >= single - TOLERANCE and p["family"] not in ("oracle",)
     ]
-    cheapest = min(close, key=lambda p: p["cost_vs_best_single"])
-    met = cheapest["cost_vs_best_single"] <= 0.30
+    cheapest = min(close, key=lambda p: p["train_cost_vs_best_single"])
+    test_single = summary["best_single_accuracy"]
+    met = (
+        cheapest["cost_vs_best_single"] <= 0.30 and cheapest["accuracy"] >= test_single - TOLERANCE
+    )
     lines.append(
-        f"- cost target (within {TOLERANCE} pts of best single at ≤ 30 % of its $): cheapest such "
-        f"policy {cheapest['name']} at {100 * cheapest['cost_vs_best_single']:.1f} % "
-        f"({cheapest['accuracy']:.2f}): {'met' if met else 'missed'}"
+        f"- cost target (within {TOLERANCE} pts of best single at ≤ 30 % of its $): the cheapest "
+        f"policy within {TOLERANCE} pts on train, {cheapest['name']}, on test: "
+        f"{cheapest['accuracy']:.2f} vs {test_single:.2f} at "
+        f"{100 * cheapest['cost_vs_best_single']:.1f} % of the best single's $: "
+        f"{'met' if met else 'missed'}"
     )
     return lines
 
@@ -118,13 +128,15 @@ def markdown(summaries: Sequence[Mapping[str, Any]], targets: Mapping[str, float
             "",
             f"![frontier]({s['dataset']}-frontier.png)",
             "",
-            "| policy | acc % | Δ vs best single [95% CI] | Δ vs weighted vote [95% CI] | "
+            "| policy | train acc % | acc % | Δ vs best single [95% CI] | "
+            "Δ vs weighted vote [95% CI] | "
             "$ / q | $ vs best | calls / q | tokens / q | note |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for p in s["policies"]:
             out.append(
-                f"| {p['name']} | {p['accuracy']:.2f} | {_interval(p['vs_best_single'])} | "
+                f"| {p['name']} | {p['train_accuracy']:.2f} | {p['accuracy']:.2f} | "
+                f"{_interval(p['vs_best_single'])} | "
                 f"{_interval(p['vs_weighted_vote'])} | {p['usd_per_question']:.5f} | "
                 f"{100 * p['cost_vs_best_single']:.1f} % | {p['calls_per_question']:.2f} | "
                 f"{p['tokens_per_question']:.0f} | {p['note']} |"
