@@ -141,3 +141,24 @@ def test_a_file_of_a_known_layout_imports_by_arguments(real: Path, tmp_path: Pat
     assert records.table.num_rows == 6
     stored = [json.loads(line)["vanilla"]["score"] for line in lines]
     assert sorted(records.table.column("source_correct").to_pylist()) == sorted(map(bool, stored))
+
+
+def test_a_records_folder_is_a_task_set_graded_like_the_import(real: Path, tmp_path: Path) -> None:
+    from consortium.core.errors import TaskSpecError
+    from consortium.records import split_of
+    from consortium.tasks.registry import load_task_set
+
+    manifest, rows = import_corpus("humaneval", real, limit=3)
+    write_records(tmp_path / "humaneval", manifest, rows)
+    task_set = load_task_set(f"records:path={tmp_path / 'humaneval'}")
+    assert [t.id for t in task_set.tasks] == ["HumanEval/0", "HumanEval/1", "HumanEval/2"]
+    assert all(t.split == split_of("humaneval", t.id) for t in task_set.tasks)
+    by_id = {t.id: t for t in task_set.tasks}
+    for row in rows[::7]:
+        if row.response is not None:
+            grade = task_set.grader.grade(by_id[row.question_id], row.response)
+            assert grade.correct == row.correct
+    train = load_task_set(f"records:path={tmp_path / 'humaneval'}:split=train")
+    assert {t.split for t in train.tasks} <= {"train"}
+    with pytest.raises(TaskSpecError, match="records folder not found"):
+        load_task_set(f"records:path={tmp_path / 'nowhere'}")

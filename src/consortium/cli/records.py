@@ -179,3 +179,44 @@ def records_import_file(
     )
     write_records(out, manifest, rows)
     console.print(f"{dataset}: {len(rows)} rows, {manifest.questions} questions -> {out}")
+
+
+@records_app.command("report")
+def records_report(
+    folders: Annotated[
+        list[Path], typer.Argument(help="Records folders (or one folder holding them).")
+    ],
+    report: Annotated[
+        Path, typer.Option(help="The table to write (.md, plus .json and -disagreements.csv).")
+    ],
+) -> None:
+    """Write the import table of records folders already imported (no re-grading).
+
+    Example:
+
+      consortium records report records --report reports/records-import.md
+    """
+    from consortium.records.report import write_report
+    from consortium.records.store import load_records
+
+    found: list[Path] = []
+    for folder in folders:
+        inside = sorted(p.parent for p in folder.glob("*/manifest.json"))
+        found += inside if inside and not (folder / "manifest.json").exists() else [folder]
+    loaded = [load_records(folder) for folder in found]
+    order = _corpus_order()
+    loaded.sort(key=lambda r: order.get(r.manifest.dataset, len(order)))
+    listed = " ".join(str(f) for f in folders)
+    summaries, disagreements = write_report(
+        loaded, report, f"consortium records report {listed} --report {report}"
+    )
+    console.print(
+        f"wrote {report} ({len(summaries)} data set × model rows, "
+        f"{len(disagreements)} disagreements)"
+    )
+
+
+def _corpus_order() -> dict[str, int]:
+    from consortium.records.corpora import RECIPES
+
+    return {name: index for index, name in enumerate(RECIPES)}

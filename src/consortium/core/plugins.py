@@ -10,7 +10,10 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-TASK_SETS: dict[str, str] = {"replay": "consortium.replay.tasks:replay_task_set"}
+TASK_SETS: dict[str, str] = {
+    "replay": "consortium.replay.tasks:replay_task_set",
+    "records": "consortium.records.tasks:records_task_set",
+}
 """`--tasks` kind → "module:function"."""
 
 

@@ -3,9 +3,13 @@ verdicts beside the source's, token counts and costs (recorded, or declared esti
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+import signal
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -50,6 +54,21 @@ def _relative(path: str, root: Path) -> str:
         return os.path.basename(path)
 
 
+@contextmanager
+def _stray_alarms_ignored() -> Iterator[None]:
+    """math-verify times its parsing with SIGALRM; an alarm that fires after it restored the
+    default handler would end the process silently (seen on a loaded machine), so an import
+    holds a handler that ignores alarms nobody is waiting for."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _program_answer(sandbox: Sandbox, code: str) -> str | None:
     """Run a program-of-thought sample in the sandbox; its `ans`, printed, is the answer."""
     result = sandbox.run_python(f"{code}\n\nprint(ans)\n")
@@ -86,7 +105,15 @@ def _verdicts(
 
     needs_sandbox = [kind == "code" or (o.program and o.response is not None) for o in outputs]
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {i: pool.submit(sandboxed, o) for i, o in enumerate(outputs) if needs_sandbox[i]}
+        # One run per distinct (program, tests): repeated samples are often identical.
+        runs: dict[tuple[str | None, str], Future[Verdict | str | None]] = {}
+        futures: dict[int, Future[Verdict | str | None]] = {}
+        for i, output in enumerate(outputs):
+            if needs_sandbox[i]:
+                run = (output.response, json.dumps(output.task, sort_keys=True))
+                if run not in runs:
+                    runs[run] = pool.submit(sandboxed, output)
+                futures[i] = runs[run]
         verdicts: list[Verdict] = []
         cache: dict[tuple[str | None, str | None, str], Verdict] = {}
         for i, output in enumerate(outputs):
@@ -161,7 +188,8 @@ def build_dataset(
         questions = {q: text for q, text in questions.items() if q in first}
         outputs = [o for o in outputs if o.question_id in first]
         declared.append(f"limited to the first {limit} questions (by id)")
-    verdicts = _verdicts(kind, outputs, references, progress, workers)
+    with _stray_alarms_ignored():
+        verdicts = _verdicts(kind, outputs, references, progress, workers)
     models = list(dict.fromkeys(o.model for o in outputs))
     used_prices = {m: prices[m] for m in models if m in prices}
     unpriced: set[str] = set()

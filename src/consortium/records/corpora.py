@@ -191,7 +191,9 @@ RECIPES: dict[str, Recipe] = {
         _routerbench("mbpp"),
         (
             "our verdict runs the MBPP task's tests (joined on the text) on the response's code; "
-            "RouterBench's prompt did not show the tests, so function names often differ",
+            "RouterBench's prompt did not show the tests, so the models chose their own "
+            "function names: when the tests call a name the code does not define, that name is "
+            "bound to the code's last top-level function (records.grading.bind_tested_name)",
         ),
     ),
     "rb_winogrande": Recipe("rb_winogrande", "choice", _RB, _routerbench("winograde")),

@@ -6,6 +6,7 @@ letters for choices, dates for DATE, the sandbox with the task's own tests for c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,14 @@ class Verdict:
     correct: bool | None
 
 
+def _number(text: str) -> float | None:
+    plain = text.strip().strip("$").rstrip(".").replace(",", "").strip()
+    try:
+        return float(plain)
+    except ValueError:
+        return None
+
+
 def grade_math(reference: str | None, response: str | None) -> Verdict:
     if response is None or not response.strip():
         return Verdict(None, False if reference is not None else None)
@@ -42,6 +51,10 @@ def grade_math(reference: str | None, response: str | None) -> Verdict:
         return Verdict(extracted, None)
     if extracted is None or len(extracted) > MAX_ANSWER_CHARS:
         return Verdict(extracted, False)
+    gold, given = _number(reference), _number(extracted)
+    if gold is not None and given is not None:
+        # Two plain numbers: what math-verify would decide, without its parser and its alarm.
+        return Verdict(extracted, abs(gold - given) <= 1e-6 * max(1.0, abs(gold)))
     return Verdict(extracted, equivalent(reference, extracted))
 
 
@@ -59,6 +72,22 @@ def grade_date(reference: str | None, response: str | None) -> Verdict:
     return Verdict(stated, stated is not None and stated == normalise_date(reference))
 
 
+_CALLED = re.compile(r"assert\s+(?:not\s+)?\(?\s*(?:[\w.]+\()?\s*([A-Za-z_]\w*)\(")
+_TAGGED = re.compile(r"\[PYTHON\]\n?(.*?)\[/PYTHON\]", re.DOTALL)
+_TOP_DEF = re.compile(r"^def\s+([A-Za-z_]\w*)\s*\(", re.MULTILINE)
+
+
+def bind_tested_name(code: str, tests: list[str]) -> str:
+    """The response's code, plus `tested_name = its_last_function` when the tests call a name the
+    code does not define (RouterBench's MBPP prompts did not show the tests, so the models chose
+    their own function names)."""
+    called = next((m.group(1) for m in map(_CALLED.search, tests) if m), None)
+    defined = _TOP_DEF.findall(code)
+    if called is None or not defined or called in defined:
+        return code
+    return f"{code}\n\n{called} = {defined[-1]}\n"
+
+
 class CodeVerdicts:
     """Code verdicts through the sandbox; one grader (and sandbox) for a whole import."""
 
@@ -71,6 +100,10 @@ class CodeVerdicts:
         if response is None or not response.strip():
             return Verdict(None, False)
         task = Task("code", str(task_meta.get("prompt", "")), "code", "test", None, dict(task_meta))
+        if task_meta.get("bind_name") and task_meta.get("format") == "mbpp":
+            tagged = _TAGGED.search(response)  # Code Llama's [PYTHON] … [/PYTHON]
+            code = tagged.group(1) if tagged else extract_code(response)
+            response = bind_tested_name(code, list(task_meta["test_list"]))
         grade = self.grader.grade(task, response)
         return Verdict(extract_code(response), grade.correct)
 

@@ -145,7 +145,7 @@ class ReplayData:
         folders: dict[str, list[str]] = {}
         for path in self.files:
             folder, _, name = path.rpartition("/")
-            if source is None or folder.endswith(_FOLDERS[source]):
+            if source is None or folder.endswith(_FOLDERS.get(source, "")):
                 folders.setdefault(folder, []).append(name)
         listed = "; ".join(f"{folder}/: {', '.join(names)}" for folder, names in folders.items())
         # The declared simulation parameters travel with every report that names this pool.

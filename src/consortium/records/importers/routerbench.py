@@ -104,7 +104,7 @@ def read_routerbench(
             if found is None:
                 unmatched += 1
             else:
-                task = found
+                task = {**found, "bind_name": True}
                 reference = "\n".join(found["test_list"])
         else:
             letters = _letters(prompt)

@@ -1,0 +1,102 @@
+"""`consortium record`: run every model of a pool on a task set and keep the outputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from consortium.cli.app import app, console, err_console
+from consortium.cli.options import MaxCostOption, PoolOption
+
+
+@app.command("record")
+def record_command(
+    pool: PoolOption,
+    tasks: Annotated[
+        str,
+        typer.Option(
+            help="The questions: gsm8k:path=FILE, records:path=FOLDER, arithmetic:n=20 … "
+            "(as in eval)."
+        ),
+    ],
+    out: Annotated[Path, typer.Option(help="The records folder to write.")],
+    samples: Annotated[int, typer.Option(help="Samples per question and model.")] = 1,
+    models: Annotated[
+        str | None, typer.Option(help="Comma-separated models of the pool (default: all).")
+    ] = None,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(help="Calls in flight per model (default: the pool's max_concurrency)."),
+    ] = None,
+    max_cost: MaxCostOption = None,
+    resume: Annotated[
+        bool, typer.Option(help="Continue the run journaled in --out (after a crash or a kill).")
+    ] = False,
+    temperature: Annotated[
+        float | None, typer.Option(help="Sampling temperature sent with each call.")
+    ] = None,
+    dataset: Annotated[
+        str | None, typer.Option(help="The data set's name (default: the tasks').")
+    ] = None,
+) -> None:
+    """Record every model of a pool on a task set, N samples each, in the records format
+    (manifest.json + outputs.parquet), graded by the task set's grader. Every finished call is
+    journaled first, so --resume after a crash or kill -9 finishes the same file.
+
+    Example:
+
+      consortium record --pool pool.toml --tasks gsm8k:path=test.jsonl:limit=50 \\
+        --samples 3 --max-cost 5 --out records/mine
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from consortium.pool.config import load_pool
+    from consortium.records.recorder import RecordRequest, record
+    from consortium.tasks.registry import load_task_set
+
+    config = load_pool(pool)
+    chosen = [name for name in models.split(",") if name] if models else None
+    for name in chosen or []:
+        config.get(name)  # an unknown name is one clear line
+    request = RecordRequest(
+        pool=config,
+        tasks=load_task_set(tasks),
+        out=out,
+        samples=samples,
+        models=chosen,
+        concurrency=concurrency,
+        max_cost=max_cost,
+        resume=resume,
+        temperature=temperature,
+        dataset=dataset,
+        pool_source=pool.name,
+        created_by=f"consortium record --tasks {tasks} --samples {samples}",
+    )
+    columns = (
+        TextColumn("recording"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[spent]}"),
+    )
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        task = bar.add_task("record", total=None, spent="")
+
+        def advance(done: int, total: int, spent: float) -> None:
+            bar.update(task, completed=done, total=total, spent=f"${spent:.4f}")
+
+        result = record(request, advance)
+    table = result.records.table
+    console.print(
+        f"{out}: {table.num_rows} outputs ({result.calls} new, {result.resumed} from the journal), "
+        f"{result.errors} failed calls, ${result.spent:.4f} spent",
+        highlight=False,
+    )
+    if result.skipped_for_budget:
+        console.print(
+            f"--max-cost {max_cost} reached: {result.skipped_for_budget} calls not made; "
+            "raise it and run again with --resume",
+            highlight=False,
+        )
+        raise typer.Exit(3)

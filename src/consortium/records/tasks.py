@@ -1,0 +1,91 @@
+"""A records folder as a task set: its questions and references, split by the one rule, graded by
+the grader of its answer kind. The `records:` kind of `--tasks`:
+`records:path=records/gsm8k:split=test:limit=100:seed=0`."""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+from consortium.core.errors import TaskSpecError
+from consortium.records.errors import RecordsError
+from consortium.records.grading import CodeVerdicts, grade_text
+from consortium.records.schema import AnswerKind
+from consortium.records.split import split_of
+from consortium.records.store import load_records
+from consortium.tasks.base import Grade, Task, TaskSet
+from consortium.tasks.spec import TaskSpec
+
+_DEF = re.compile(r"^def\s+([A-Za-z_]\w*)\s*\(", re.MULTILINE)
+
+
+def _code_meta(question: str, reference: str) -> dict[str, Any]:
+    names = _DEF.findall(question)
+    if "def check(" in reference and names:
+        return {
+            "format": "humaneval",
+            "prompt": question,
+            "test": reference,
+            "entry_point": names[-1],
+        }
+    return {"format": "mbpp", "test_list": reference.splitlines(), "test_setup_code": ""}
+
+
+class RecordsGrader:
+    """Grades an answer as the import graded the recorded ones (the data set's answer kind)."""
+
+    def __init__(self, kind: AnswerKind) -> None:
+        self.kind = kind
+        self._code = CodeVerdicts() if kind == "code" else None
+
+    def grade(self, task: Task, answer: str) -> Grade:
+        reference = None if task.reference is None else str(task.reference)
+        if self._code is not None:
+            verdict = self._code.grade(task.meta, answer)
+        else:
+            verdict = grade_text(self.kind, reference, answer, task.meta.get("letters", "ABCD"))
+        correct = bool(verdict.correct)
+        return Grade(correct, float(correct), f"answer: {(verdict.answer or '')[:100]}")
+
+
+def records_tasks(folder: str, split: str | None = None) -> tuple[list[Task], AnswerKind, str]:
+    loaded = load_records(folder)
+    manifest = loaded.manifest
+    seen: dict[str, Task] = {}
+    table = loaded.table.select(["question_id", "question", "reference"])
+    for row in table.to_pylist():
+        question_id = row["question_id"]
+        if question_id in seen:
+            continue
+        part = split_of(manifest.dataset, question_id, manifest.split.test_fraction)
+        if split not in (None, "all", part):
+            continue
+        meta: dict[str, Any] = {"records": folder}
+        if manifest.answer_kind == "code" and row["reference"]:
+            meta |= _code_meta(row["question"], row["reference"])
+        seen[question_id] = Task(
+            question_id, row["question"], manifest.dataset, part, row["reference"], meta
+        )
+    return list(seen.values()), manifest.answer_kind, manifest.dataset
+
+
+def records_task_set(spec: TaskSpec) -> TaskSet:
+    spec.check_keys({"path", "split", "limit", "seed"})
+    path = spec.get("path")
+    if not path:
+        raise TaskSpecError("--tasks records: give path=FOLDER (a records folder)")
+    split = spec.get("split", "all")
+    if split not in ("train", "test", "all"):
+        raise TaskSpecError(f"--tasks records: split must be train, test or all, got {split!r}")
+    try:
+        tasks, kind, dataset = records_tasks(path, split)
+    except RecordsError as error:
+        raise TaskSpecError(f"--tasks records: {error}") from None
+    limit = spec.get_int("limit")
+    if limit is not None and limit < len(tasks):
+        chosen = sorted(random.Random(spec.get_int("seed", 0)).sample(range(len(tasks)), limit))
+        tasks = [tasks[i] for i in chosen]
+    if not tasks:
+        raise TaskSpecError(f"--tasks records: no questions in {path} (split {split})")
+    return TaskSet(tasks, RecordsGrader(kind), f"{dataset} from records {path} (split {split})")

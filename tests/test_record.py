@@ -1,0 +1,136 @@
+"""`consortium record` against the real replay server: every model × question × sample in the
+records format; kill -9 in the middle and --resume finishes the same file (nothing asked twice,
+nothing lost); --max-cost stops before the cap; samples that run out are recorded as failures."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from consortium.pool.config import dump_pool
+from consortium.records import load_records, write_records
+from consortium.records.layouts import import_files
+from consortium.records.recorder import JOURNAL
+from consortium.replay.launch import ReplayServerProcess
+from consortium.replay.pool import replay_pool
+from consortium.replay.records import load_records_replay
+
+ROOT = Path(__file__).resolve().parents[1]
+QUESTIONS = 8
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    real = Path(os.environ.get("CONSORTIUM_REAL_OUTPUTS", ROOT.parent / "shared/data"))
+    source = real / "mot-cascade/GPT4_result/gsm_cot1.json"
+    if not source.is_file():
+        pytest.fail(f"recorded gpt-4 GSM8K outputs not found at {source}")
+    manifest, rows = import_files(
+        "mot-cascade", [source], dataset="gsm8k", kind="number", model="gpt-4", limit=QUESTIONS
+    )
+    folder = tmp_path_factory.mktemp("recorded") / "gsm8k"
+    write_records(folder, manifest, rows)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def pool_file(recorded: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    # 0.1 s per call, so that a run of 24 calls one at a time can be killed halfway
+    with ReplayServerProcess(None, "--latency-base", "0.1", records=[recorded]) as server:
+        config = replay_pool(load_records_replay([recorded]), server.base_url, max_retries=0)
+        path = tmp_path_factory.mktemp("pool") / "pool.toml"
+        path.write_text(dump_pool(config))
+        yield path
+
+
+def record_args(pool: Path, tasks: Path, out: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "consortium", "record", "--pool", str(pool),
+        "--tasks", f"records:path={tasks}", "--samples", "3", "--concurrency", "1",
+        "--out", str(out), *extra,
+    ]  # fmt: skip
+
+
+def run(args: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, capture_output=True, text=True, timeout=300)
+
+
+def without_latency(folder: Path) -> list[dict[str, object]]:
+    table = load_records(folder).table
+    assert table.column("latency_s").null_count == 0  # measured for every call
+    return table.drop_columns(["latency_s"]).to_pylist()
+
+
+def test_kill_9_then_resume_gives_the_uninterrupted_file(
+    pool_file: Path, recorded: Path, tmp_path: Path
+) -> None:
+    whole = run(record_args(pool_file, recorded, tmp_path / "whole"))
+    assert whole.returncode == 0, whole.stderr
+    rows = without_latency(tmp_path / "whole")
+    assert len(rows) == QUESTIONS * 3
+    # the recorded samples, in order: sample k of the record is sample k of the source
+    source = load_records(recorded).table.to_pylist()
+    expected = {(r["question_id"], r["sample"]): r["response"] for r in source}
+    assert {(r["question_id"], r["sample"]): r["response"] for r in rows} == expected
+    assert sum(bool(r["correct"]) for r in rows) >= QUESTIONS * 3 - 3
+
+    out = tmp_path / "killed"
+    process = subprocess.Popen(record_args(pool_file, recorded, out), stderr=subprocess.DEVNULL)
+    journal = out / JOURNAL
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if journal.exists() and journal.read_bytes().count(b"\n") >= 6:
+            break
+        time.sleep(0.02)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    made = journal.read_bytes().count(b"\n")
+    assert 6 <= made < QUESTIONS * 3, made
+    assert not (out / "outputs.parquet").exists()
+    refused = run(record_args(pool_file, recorded, out))
+    assert refused.returncode == 1 and "pass --resume" in refused.stderr
+    resumed = run(record_args(pool_file, recorded, out, "--resume"))
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{QUESTIONS * 3 - made} new, {made} from the journal" in resumed.stdout
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    keys = [(r["question_id"], r["model"], r["sample"]) for r in lines]
+    assert len(keys) == len(set(keys)) == QUESTIONS * 3  # nothing asked twice, nothing lost
+    assert without_latency(out) == rows
+    assert load_records(out).manifest == load_records(tmp_path / "whole").manifest
+
+
+def test_max_cost_stops_before_the_cap_and_resume_finishes(
+    pool_file: Path, recorded: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "capped"
+    capped = run(record_args(pool_file, recorded, out, "--max-cost", "0.2"))
+    assert capped.returncode == 3, capped.stdout + capped.stderr
+    assert "--max-cost 0.2 reached" in capped.stdout
+    partial = load_records(out).table
+    assert 0 < partial.num_rows < QUESTIONS * 3
+    assert sum(partial.column("cost_usd").to_pylist()) <= 0.2
+    finished = run(record_args(pool_file, recorded, out, "--resume", "--max-cost", "100"))
+    assert finished.returncode == 0, finished.stderr
+    assert load_records(out).table.num_rows == QUESTIONS * 3
+
+
+def test_samples_beyond_the_recorded_ones_are_failures_not_reuses(
+    pool_file: Path, recorded: Path, tmp_path: Path
+) -> None:
+    args = record_args(pool_file, recorded, tmp_path / "four", "--models", "gpt-4")
+    args[args.index("--samples") + 1] = "4"
+    result = run(args)
+    assert result.returncode == 0, result.stderr
+    rows = load_records(tmp_path / "four").table.to_pylist()
+    fourth = [r for r in rows if r["sample"] == 3]
+    assert len(fourth) == QUESTIONS
+    assert all(r["response"] is None and "samples exhausted" in r["error"] for r in fourth)
+    assert f"{QUESTIONS} failed calls" in result.stdout

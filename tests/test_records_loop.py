@@ -1,0 +1,112 @@
+"""Bring your own pool: record the real llama.cpp pool (SmolLM2-135M + Gemma 3 270M) on a small
+task set, replay the recording, train a TRINITY head on its train split, evaluate on its test
+split, and serve the trained policy, every step a real command against a real server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import openai
+import pytest
+
+from consortium.pool.config import dump_pool
+from consortium.records import load_records, split_of
+from consortium.replay.launch import ReplayServerProcess
+from consortium.replay.pool import replay_pool
+from consortium.replay.records import load_records_replay
+from consortium.runtime.launch import ChildServer
+from consortium.smallmodels.llamacpp import LlamaCppServers, ServerSettings
+
+pytestmark = [pytest.mark.real, pytest.mark.slow]
+
+QUESTIONS = 12
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "consortium", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        pytest.fail("llama-cpp-python is not installed: make install; skip with -m 'not real'")
+    root = tmp_path_factory.mktemp("loop")
+    settings = ServerSettings(max_tokens=32, n_ctx=1024)
+    with LlamaCppServers(root / "llamacpp", settings=settings) as servers:
+        pool = servers.write_pool(root / "local.toml")
+        result = cli(
+            "record", "--pool", str(pool), "--tasks", f"arithmetic:n={QUESTIONS}:seed=5",
+            "--samples", "2", "--temperature", "0.8", "--out", str(root / "rec"),
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-2000:]
+    yield root / "rec"
+
+
+def test_record_replay_train_eval_serve(recorded: Path, tmp_path: Path) -> None:
+    records = load_records(recorded)
+    assert records.manifest.models == ["smollm2-135m", "gemma3-270m"]
+    assert records.manifest.answer_kind == "number"
+    rows = records.table.to_pylist()
+    assert len(rows) == QUESTIONS * 2 * 2
+    assert all(r["response"] is not None and r["error"] is None for r in rows)
+    assert all(r["tokens_out"] > 0 and r["latency_s"] > 0 for r in rows)
+    assert {r["correct"] for r in rows} <= {True, False}
+    splits = {r["question_id"]: split_of("arithmetic", r["question_id"]) for r in rows}
+    assert set(splits.values()) == {"train", "test"}
+
+    with ReplayServerProcess(None, records=[recorded]) as server:
+        replayed = load_records_replay([recorded])
+        pool = tmp_path / "replay.toml"
+        pool.write_text(dump_pool(replay_pool(replayed, server.base_url)))
+        client = openai.OpenAI(base_url=server.base_url, api_key="none", max_retries=0)
+        first = next(r for r in rows if r["model"] == "gemma3-270m" and r["sample"] == 1)
+        reply = client.chat.completions.create(
+            model="gemma3-270m",
+            messages=[{"role": "user", "content": first["question"]}],
+            seed=1,
+        )
+        assert reply.choices[0].message.content == first["response"]  # the recorded text
+
+        policy = tmp_path / "policy"
+        trained = cli(
+            "train", "trinity", "--pool", str(pool), "--out", str(policy),
+            "--tasks", f"records:path={recorded}:split=train", "--generations", "2",
+            "--popsize", "4", "--minibatch", "4", "--components", "4",
+        )  # fmt: skip
+        assert trained.returncode == 0, trained.stderr[-2000:]
+        assert (policy / "policy.json").exists()
+
+        report = tmp_path / "eval.json"
+        evaluated = cli(
+            "eval", "--pool", str(pool), "--tasks", f"records:path={recorded}:split=test",
+            "--policy", str(policy), "--json", str(report),
+        )  # fmt: skip
+        assert evaluated.returncode == 0, evaluated.stderr[-2000:]
+        assert report.stat().st_size > 0
+
+        with ChildServer(
+            "serve", "--pool", str(pool), "--policy", str(policy),
+            ready_path="/v1/models", label="consortium serve", env={"HF_HUB_OFFLINE": "1"},
+        ) as served:  # fmt: skip
+            ensemble = openai.OpenAI(base_url=f"{served.root}/v1", api_key="none")
+            test_row = next(r for r in rows if splits[r["question_id"]] == "test")
+            answer = ensemble.chat.completions.create(
+                model="consortium", messages=[{"role": "user", "content": test_row["question"]}]
+            )
+            text = answer.choices[0].message.content
+            recorded_texts = {
+                r["response"] for r in rows if r["question_id"] == test_row["question_id"]
+            }
+            assert text in recorded_texts  # the policy's pick answered with a recorded output
