@@ -7,7 +7,7 @@ BENCHMARKS ?= ../shared/data/benchmarks
 REAL_OUTPUTS ?= ../shared/data
 DEMO_ARGS ?=
 
-.PHONY: install demo test test-cluster lint records bench bench-litellm train compare evolve reliability real real-conductor real-pool real-pool-stop clean
+.PHONY: install demo test test-cluster lint records coordination bench bench-litellm train compare evolve reliability real real-conductor real-pool real-pool-stop clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,12 @@ test: lint
 test-cluster: install
 	bash scripts/system-deps.sh
 	CONSORTIUM_REPLAY_DATA=$(REPLAY_DATA) CONSORTIUM_BENCHMARKS=$(BENCHMARKS) $(BIN)/pytest -q -n 0 --durations=10 -m cluster
+
+# Answer-aware coordinators and baselines on the records folders (run `make records` first).
+COORD_SETS ?= gsm8k math humaneval date
+coordination: install
+	$(BIN)/consortium coordinate $(foreach set,$(COORD_SETS),--records records/$(set)) --out reports/coordination --generations 25 --routers
+	$(BIN)/consortium coordinate --records records/gsm8k --records records/math --out reports/coordination-optimizers --generations 15 --optimizer-table
 
 # The recorded corpora in the records format (records/, git-ignored) and the import table.
 records: install

@@ -1,0 +1,66 @@
+"""`consortium coordinate`: answer-aware coordinators and baselines on records folders → report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from consortium.cli.app import app, console, err_console
+
+
+@app.command("coordinate")
+def coordinate(
+    records: Annotated[
+        list[Path], typer.Option("--records", help="A records folder (repeat for several).")
+    ],
+    out: Annotated[
+        Path, typer.Option(help="Report path stem (.md, .json and one frontier .png per set).")
+    ] = Path("reports/coordination"),
+    generations: Annotated[int, typer.Option(help="sep-CMA-ES generations per λ.")] = 40,
+    popsize: Annotated[int, typer.Option(help="Candidates per generation.")] = 16,
+    minibatch: Annotated[int, typer.Option(help="Training questions per generation.")] = 64,
+    routers: Annotated[
+        bool,
+        typer.Option(
+            "--routers/--no-routers",
+            help="Also the kNN and MLP question-only routers (all-MiniLM-L6-v2 embeddings).",
+        ),
+    ] = False,
+    optimizer_table: Annotated[
+        bool,
+        typer.Option(
+            "--optimizer-table/--no-optimizer-table",
+            help="Also train sep-CMA-ES, REINFORCE, random search and imitation (3 seeds each).",
+        ),
+    ] = False,
+    cache: Annotated[
+        Path | None, typer.Option(help="Cache folder for the code checks' sandbox runs.")
+    ] = Path(".cache/coordination"),
+) -> None:
+    """Every policy (single models, votes, ModelSwitch, MoT and FrugalGPT cascades, the learned
+    scorer, multi-turn TRINITY at several λ) on each data set's train split, reported on its test
+    split.
+
+    Example:
+
+    consortium coordinate --records records/gsm8k --records records/math --out reports/coordination
+    """
+    from consortium.coord.answer_aware.command import CoordinationRequest, run_coordination
+    from consortium.coord.answer_aware.training import Budget
+
+    request = CoordinationRequest(
+        records,
+        out,
+        Budget(generations, popsize, minibatch),
+        cache_dir=cache,
+        routers=routers,
+        optimizer_seeds=(0, 1, 2) if optimizer_table else (),
+    )
+    summaries = run_coordination(request, log=lambda line: err_console.print(line))
+    for s in summaries:
+        console.print(
+            f"{s['dataset']}: best single {s['best_single']} {s['best_single_accuracy']:.2f}; "
+            f"report {out.with_suffix('.md')}"
+        )

@@ -1,0 +1,147 @@
+"""The fixed-rule baselines on an outcome table: each single model, self-consistency, majority
+over the k best models, the vote weighted by train accuracy, ModelSwitch's rule, the MoT-style
+cascade family, the oracle. Weights and orders come from the train split only."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from consortium.coord.answer_aware.outcomes import OutcomeTable
+from consortium.coord.answer_aware.runs import (
+    Asked,
+    PolicyRun,
+    charge,
+    new_run,
+    plurality_share,
+    train_accuracy,
+    train_cost,
+    unanimous,
+    vote,
+)
+
+MAX_SAMPLES = 5
+"""Self-consistency and ModelSwitch ask a model for at most this many recorded samples."""
+
+
+def single(table: OutcomeTable, m: int) -> PolicyRun:
+    run = new_run(table.models[m], table, "single")
+    for q in range(table.n_questions):
+        asked: Asked = [(m, 0)] if table.samples[q][m] else []
+        charge(run, table, q, asked, table.samples[q][m][0] if asked else None)
+    return run
+
+
+def self_consistency(table: OutcomeTable, m: int) -> PolicyRun | None:
+    """The majority of model m's samples (up to MAX_SAMPLES); None when it has one sample."""
+    counts = [len(table.samples[q][m]) for q in range(table.n_questions)]
+    if max(counts) < 2:
+        return None
+    weights = np.ones(table.n_models)
+    run = new_run(f"self-consistency {table.models[m]} (≤{MAX_SAMPLES})", table)
+    for q in range(table.n_questions):
+        asked: Asked = [(m, k) for k in range(min(counts[q], MAX_SAMPLES))]
+        charge(run, table, q, asked, vote(table, q, asked, weights) if asked else None)
+    return run
+
+
+def _first_samples(table: OutcomeTable, q: int, models: Sequence[int]) -> Asked:
+    return [(m, 0) for m in models if table.samples[q][m]]
+
+
+def weighted_vote(table: OutcomeTable, models: Sequence[int] | None = None) -> PolicyRun:
+    """Every model's first sample, each weighted by its train accuracy (the honest bar)."""
+    weights = train_accuracy(table)
+    chosen = list(range(table.n_models)) if models is None else list(models)
+    run = new_run("weighted vote (train accuracy)", table, "vote")
+    for q in range(table.n_questions):
+        asked = _first_samples(table, q, chosen)
+        charge(run, table, q, asked, vote(table, q, asked, weights))
+    return run
+
+
+def majority_top(table: OutcomeTable, k: int) -> PolicyRun:
+    """Plain majority of the k most accurate (train) models' first samples; ties to the best."""
+    accuracy = train_accuracy(table)
+    top = list(np.argsort(-accuracy, kind="stable")[:k])
+    weights = np.zeros(table.n_models)
+    weights[top] = 1.0 + accuracy[top] * 1e-6  # one vote each; accuracy only breaks ties
+    run = new_run(f"majority of top {k}", table, "vote")
+    run.params = {"models": [table.models[m] for m in top]}
+    for q in range(table.n_questions):
+        asked = _first_samples(table, q, top)
+        charge(run, table, q, asked, vote(table, q, asked, weights))
+    return run
+
+
+def model_switch(table: OutcomeTable) -> PolicyRun:
+    """ModelSwitch's rule: ask models in train-accuracy order, each for its recorded samples (at
+    most MAX_SAMPLES); stop once at least two answers are gathered and all agree; the answer is
+    the majority of everything gathered (weights: train accuracy, for ties)."""
+    accuracy = train_accuracy(table)
+    order = list(np.argsort(-accuracy, kind="stable"))
+    run = new_run("ModelSwitch rule", table, "cascade")
+    for q in range(table.n_questions):
+        asked: Asked = []
+        for m in order:
+            asked += [(m, k) for k in range(min(len(table.samples[q][m]), MAX_SAMPLES))]
+            if len(asked) >= 2 and unanimous(table, q, asked):
+                break
+        charge(run, table, q, asked, vote(table, q, asked, accuracy))
+    return run
+
+
+def mot_cascade(
+    table: OutcomeTable, cheap: Sequence[int], strong: int, threshold: float
+) -> PolicyRun:
+    """MoT-style cascade: ask the cheap models (every recorded sample, at most MAX_SAMPLES each);
+    when the most common answer holds at least `threshold` of them (and two or more answered),
+    accept it; otherwise ask the strong model, whose answer is final (as in MoT)."""
+    accuracy = train_accuracy(table)
+    names = "+".join(table.models[m] for m in cheap)
+    run = new_run(f"MoT cascade [{names} ≥{threshold:.2f} → {table.models[strong]}]", table)
+    run.family = "cascade"
+    run.params = {"cheap": [table.models[m] for m in cheap], "strong": table.models[strong]}
+    run.params["threshold"] = threshold
+    for q in range(table.n_questions):
+        asked: Asked = [
+            (m, k) for m in cheap for k in range(min(len(table.samples[q][m]), MAX_SAMPLES))
+        ]
+        if len(asked) >= 2 and plurality_share(table, q, asked) >= threshold:
+            charge(run, table, q, asked, vote(table, q, asked, accuracy))
+            continue
+        asked.append((strong, 0))
+        charge(
+            run, table, q, asked, table.samples[q][strong][0] if table.samples[q][strong] else None
+        )
+    return run
+
+
+def mot_family(table: OutcomeTable) -> list[PolicyRun]:
+    """Strong model: one of the 3 most accurate (train); cheap set: one or two of the 3 cheapest
+    models cheaper than it; threshold 0.6 or 1.0; a train-split rule picks among them
+    (consortium.coord.answer_aware.selection)."""
+    cost = train_cost(table)
+    accuracy = train_accuracy(table)
+    runs = []
+    for strong in np.argsort(-accuracy, kind="stable")[:3]:
+        cheaper = [m for m in np.argsort(cost, kind="stable") if cost[m] < cost[strong]][:3]
+        sets = [[m] for m in cheaper] + [
+            [a, b] for i, a in enumerate(cheaper) for b in cheaper[i + 1 :]
+        ]
+        for cheap in sets:
+            for threshold in (0.6, 1.0):
+                runs.append(mot_cascade(table, cheap, int(strong), threshold))
+    return runs
+
+
+def oracle(table: OutcomeTable) -> PolicyRun:
+    """Right when any model's first sample is right (cost: every first sample)."""
+    run = new_run("oracle (any model's first sample right)", table, "oracle")
+    correct = table.first_correct()
+    for q in range(table.n_questions):
+        asked = _first_samples(table, q, range(table.n_models))
+        charge(run, table, q, asked, None)
+        run.correct[q] = bool(correct[q].any())
+    return run

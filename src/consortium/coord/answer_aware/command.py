@@ -1,0 +1,69 @@
+"""The library call behind `consortium coordinate`: each records folder through the one recipe,
+then one report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from consortium.coord.answer_aware.pipeline import LAMBDAS, run_dataset
+from consortium.coord.answer_aware.report import dataset_summary, write_report
+from consortium.coord.answer_aware.routers import question_features
+from consortium.coord.answer_aware.tables import outcome_table
+from consortium.coord.answer_aware.training import Budget
+from consortium.records.store import Records, load_records
+
+TARGETS = {"gsm8k": 96.8, "math": 83.5, "humaneval": 92.0, "date": 91.5}
+"""Issue 25's accuracy targets (test split)."""
+
+
+@dataclass(frozen=True)
+class CoordinationRequest:
+    records: Sequence[Path]
+    out: Path
+    budget: Budget = field(default_factory=Budget)
+    lambdas: tuple[float, ...] = LAMBDAS
+    cache_dir: Path | None = None
+    targets: dict[str, float] = field(default_factory=lambda: dict(TARGETS))
+    routers: bool = False
+    """Also the kNN and MLP routers (encodes every question with all-MiniLM-L6-v2)."""
+    optimizer_seeds: tuple[int, ...] = ()
+    """Seeds of the optimizer table (none: no table)."""
+
+
+def run_coordination(
+    request: CoordinationRequest, log: Callable[[str], None] | None = None
+) -> list[dict[str, Any]]:
+    say = log or (lambda _: None)
+    summaries = []
+    for folder in request.records:
+        records = load_records(folder)
+        say(f"{records.manifest.dataset}: building the outcome table")
+        table = outcome_table(records, request.cache_dir)
+        features = None
+        if request.routers:
+            say(f"{table.dataset}: encoding the questions")
+            texts = _questions(records)
+            features = question_features([texts[q] for q in table.question_ids], request.cache_dir)
+        result = run_dataset(
+            table,
+            request.budget,
+            request.lambdas,
+            log=_prefixed(say, table.dataset),
+            optimizer_seeds=request.optimizer_seeds,
+            question_features=features,
+        )
+        summaries.append(dataset_summary(result))
+    write_report(summaries, request.out, request.targets)
+    return summaries
+
+
+def _questions(records: Records) -> dict[str, str]:
+    columns = records.table.select(["question_id", "question"]).to_pylist()
+    return {row["question_id"]: row["question"] for row in columns}
+
+
+def _prefixed(say: Callable[[str], None], name: str) -> Callable[[str], None]:
+    return lambda line: say(f"{name}: {line}")

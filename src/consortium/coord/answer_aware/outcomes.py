@@ -1,0 +1,149 @@
+"""A records data set as arrays a policy can be simulated on: per question and model, the recorded
+samples in order, each with its answer class (samples whose answers agree share a class), its
+verdict, its cost, its tokens and a check flag (the answer is present; for code, the program passes
+its own docstring examples)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from consortium.records.split import split_of
+from consortium.records.store import Records
+
+NO_ANSWER = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    answer_class: int
+    """Index of the answer's agreement class within its question; NO_ANSWER when none."""
+    correct: bool
+    cost_usd: float
+    tokens: int
+    checked: bool
+    """The answer passed the cheap structured check (present; for code, its docstring examples)."""
+
+
+@dataclass(frozen=True)
+class OutcomeTable:
+    dataset: str
+    answer_kind: str
+    models: tuple[str, ...]
+    question_ids: tuple[str, ...]
+    samples: tuple[tuple[tuple[Sample, ...], ...], ...]
+    """samples[q][m]: model m's recorded samples of question q, in sample order (may be empty)."""
+    is_test: np.ndarray
+
+    @property
+    def n_questions(self) -> int:
+        return len(self.question_ids)
+
+    @property
+    def n_models(self) -> int:
+        return len(self.models)
+
+    def indices(self, split: str) -> np.ndarray:
+        return np.flatnonzero(self.is_test if split == "test" else ~self.is_test)
+
+    def mean_cost(self, model: int, questions: np.ndarray) -> float:
+        """Mean cost of the model's first sample over the questions (0 where it has none)."""
+        costs = [self.samples[q][model][0].cost_usd for q in questions if self.samples[q][model]]
+        return float(np.mean(costs)) if costs else 0.0
+
+    def first_correct(self) -> np.ndarray:
+        """[q, m]: the verdict of model m's first sample of q (False where none)."""
+        return np.array(
+            [[bool(s[0].correct) if s else False for s in row] for row in self.samples], dtype=bool
+        )
+
+
+AnswerKey = Callable[[str], str | None]
+"""Maps an extracted answer to a hashable key; answers with equal keys agree."""
+Equivalence = Callable[[str, str], bool]
+"""Decides agreement of two answers whose keys differ (e.g. LaTeX via math-verify)."""
+
+
+def classes_of(answers: list[str | None], key: AnswerKey, same: Equivalence | None) -> list[int]:
+    """Agreement classes for one question's answers: equal keys agree; with `same`, answers of
+    different keys are merged when `same` says they are equivalent (first representative)."""
+    representatives: list[str] = []
+    by_key: dict[str, int] = {}
+    out: list[int] = []
+    for answer in answers:
+        found = key(answer) if answer is not None else None
+        if found is None:
+            out.append(NO_ANSWER)
+            continue
+        if found not in by_key:
+            match = None
+            if same is not None:
+                for index, representative in enumerate(representatives):
+                    if same(representative, found):
+                        match = index
+                        break
+            if match is None:
+                representatives.append(found)
+                match = len(representatives) - 1
+            by_key[found] = match
+        out.append(by_key[found])
+    return out
+
+
+def build_table(
+    records: Records,
+    key: AnswerKey,
+    same: Equivalence | None = None,
+    checks: Mapping[tuple[str, str, int], bool] | None = None,
+) -> OutcomeTable:
+    """The outcome table of a records data set. `checks[(question_id, model, sample)]` overrides
+    the default check (an answer is present), e.g. with docstring-example runs for code."""
+    manifest = records.manifest
+    columns = ["question_id", "model", "sample", "answer", "correct", "cost_usd"]
+    rows = records.table.select([*columns, "tokens_in", "tokens_out"]).to_pylist()
+    order: dict[str, int] = {}
+    for row in rows:
+        order.setdefault(row["question_id"], len(order))
+    models = tuple(manifest.models)
+    model_index = {model: i for i, model in enumerate(models)}
+    grouped: list[list[list[dict[str, Any]]]] = [[[] for _ in models] for _ in order]
+    for row in rows:
+        grouped[order[row["question_id"]]][model_index[row["model"]]].append(row)
+    samples = []
+    for question_rows in grouped:
+        flat = [row for per_model in question_rows for row in sorted(per_model, key=_by_sample)]
+        classes = iter(classes_of([row["answer"] for row in flat], key, same))
+        per_question = []
+        for per_model in question_rows:
+            built = []
+            for row in sorted(per_model, key=_by_sample):
+                answer_class = next(classes)
+                address = (row["question_id"], row["model"], row["sample"])
+                checked = (
+                    checks[address]
+                    if checks is not None and address in checks
+                    else answer_class != NO_ANSWER
+                )
+                built.append(
+                    Sample(
+                        answer_class,
+                        bool(row["correct"]),
+                        float(row["cost_usd"]),
+                        int(row["tokens_in"]) + int(row["tokens_out"]),
+                        bool(checked),
+                    )
+                )
+            per_question.append(tuple(built))
+        samples.append(tuple(per_question))
+    question_ids = tuple(order)
+    is_test = np.array([split_of(manifest.dataset, q) == "test" for q in question_ids])
+    return OutcomeTable(
+        manifest.dataset, manifest.answer_kind, models, question_ids, tuple(samples), is_test
+    )
+
+
+def _by_sample(row: dict[str, Any]) -> int:
+    return int(row["sample"])

@@ -1,0 +1,162 @@
+"""A FrugalGPT-style learned scorer: for each candidate answer of a question, given what was asked
+so far, features of the answers (which models gave it, how many agree, whether it passed the
+check) → the probability it is right (logistic regression, fitted on the train split). The
+scorer picks the answer (argmax) and, in a cascade, decides whether to stop asking."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from consortium.coord.answer_aware.outcomes import NO_ANSWER, OutcomeTable, Sample
+from consortium.coord.answer_aware.runs import Asked, PolicyRun, charge, new_run, train_cost
+
+
+def candidate_features(
+    table: OutcomeTable, q: int, asked: Asked
+) -> tuple[list[Sample], np.ndarray]:
+    """One row per answer class among the asked samples: per model, the share of its asked samples
+    in the class, whether its first asked sample is in it, whether it was asked; then the share of
+    all asked samples in the class, how many classes there are, how many samples were asked, the
+    share of the class's samples that passed the check, and a constant."""
+    per_model: dict[int, list[Sample]] = {}
+    for m, k in asked:
+        per_model.setdefault(m, []).append(table.samples[q][m][k])
+    firsts: dict[int, Sample] = {}
+    for m, k in asked:
+        sample = table.samples[q][m][k]
+        if sample.answer_class != NO_ANSWER:
+            firsts.setdefault(sample.answer_class, sample)
+    classes = list(firsts)
+    total = max(1, len(asked))
+    rows = []
+    for c in classes:
+        row: list[float] = []
+        in_class = 0
+        checked = 0
+        for m in range(table.n_models):
+            got = per_model.get(m, [])
+            hits = [s for s in got if s.answer_class == c]
+            in_class += len(hits)
+            checked += sum(s.checked for s in hits)
+            row += [
+                len(hits) / len(got) if got else 0.0,
+                1.0 if got and got[0].answer_class == c else 0.0,
+                1.0 if got else 0.0,
+            ]
+        row += [in_class / total, 1.0 / len(classes), np.log1p(len(asked))]
+        row += [checked / max(1, in_class), 1.0]
+        rows.append(row)
+    return [firsts[c] for c in classes], np.array(rows, dtype=float)
+
+
+@dataclass
+class Logistic:
+    """L2-regularised logistic regression fitted by Newton's method (a few dozen features)."""
+
+    weights: np.ndarray
+
+    @classmethod
+    def fit(cls, x: np.ndarray, y: np.ndarray, l2: float = 1.0, steps: int = 30) -> Logistic:
+        w = np.zeros(x.shape[1])
+        for _ in range(steps):
+            p = 1.0 / (1.0 + np.exp(-(x @ w)))
+            gradient = x.T @ (p - y) + l2 * w
+            hessian = (x.T * (p * (1 - p))) @ x + l2 * np.eye(x.shape[1])
+            step = np.linalg.solve(hessian, gradient)
+            w -= step
+            if np.abs(step).max() < 1e-8:
+                break
+        return cls(w)
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        p: np.ndarray = 1.0 / (1.0 + np.exp(-(x @ self.weights)))
+        return p
+
+
+def fit_scorer(table: OutcomeTable, models: Sequence[int], questions: np.ndarray) -> Logistic:
+    """Fit on the first samples of `models` over `questions` (the train split)."""
+    xs, ys = [], []
+    for q in questions:
+        asked = [(m, 0) for m in models if table.samples[q][m]]
+        found, x = candidate_features(table, q, asked)
+        if found:
+            xs.append(x)
+            ys += [s.correct for s in found]
+    if not xs:
+        return Logistic(np.zeros(3 * table.n_models + 5))
+    return Logistic.fit(np.vstack(xs), np.array(ys, dtype=float))
+
+
+def pick(
+    table: OutcomeTable, scorer: Logistic, q: int, asked: Asked
+) -> tuple[Sample | None, float]:
+    found, x = candidate_features(table, q, asked)
+    if not found:
+        return None, 0.0
+    p = scorer.predict(x)
+    best = int(np.argmax(p))
+    return found[best], float(p[best])
+
+
+def scorer_vote(table: OutcomeTable, models: Sequence[int] | None = None) -> PolicyRun:
+    """Ask every model once; the scorer picks the answer."""
+    chosen = list(range(table.n_models)) if models is None else list(models)
+    scorer = fit_scorer(table, chosen, table.indices("train"))
+    run = new_run("learned answer scorer (all models, FrugalGPT features)", table, "learned")
+    for q in range(table.n_questions):
+        asked = [(m, 0) for m in chosen if table.samples[q][m]]
+        charge(run, table, q, asked, pick(table, scorer, q, asked)[0])
+    return run
+
+
+def scorer_cascade(
+    table: OutcomeTable,
+    order: Sequence[int],
+    threshold: float,
+    fitted: dict[tuple[int, ...], Logistic] | None = None,
+) -> PolicyRun:
+    """FrugalGPT cascade: ask the models in `order` one at a time; after each, the scorer fitted for
+    that prefix (on the train split) scores the candidates; stop when the best scores ≥
+    `threshold`. `fitted` memoises the scorers by prefix."""
+    train = table.indices("train")
+    fitted = {} if fitted is None else fitted
+    scorers = []
+    for j in range(len(order)):
+        prefix = tuple(order[: j + 1])
+        if prefix not in fitted:
+            fitted[prefix] = fit_scorer(table, prefix, train)
+        scorers.append(fitted[prefix])
+    names = "→".join(table.models[m] for m in order)
+    run = new_run(f"FrugalGPT scorer cascade [{names}, τ={threshold:.2f}]", table, "cascade")
+    run.params = {"order": [table.models[m] for m in order], "threshold": threshold}
+    for q in range(table.n_questions):
+        asked: Asked = []
+        answer = None
+        for j, m in enumerate(order):
+            if table.samples[q][m]:
+                asked.append((m, 0))
+            answer, p = pick(table, scorers[j], q, asked)
+            if p >= threshold:
+                break
+        charge(run, table, q, asked, answer)
+    return run
+
+
+def frugal_family(table: OutcomeTable, max_models: int = 3) -> list[PolicyRun]:
+    """Orders = subsets of up to `max_models` models, cheapest first; thresholds 0.5–0.99."""
+    cost = train_cost(table)
+    by_cost = list(np.argsort(cost, kind="stable"))
+    subsets: list[list[int]] = [[]]
+    for m in by_cost:
+        subsets += [[*s, m] for s in subsets if len(s) < max_models]
+    runs = []
+    fitted: dict[tuple[int, ...], Logistic] = {}
+    for order in subsets:
+        if len(order) < 2:
+            continue
+        for threshold in (0.5, 0.8, 0.9, 0.95, 0.98, 0.99):
+            runs.append(scorer_cascade(table, order, threshold, fitted))
+    return runs

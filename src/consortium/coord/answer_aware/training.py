@@ -1,0 +1,174 @@
+"""Training the TRINITY head on the replay simulation (in process): reward = right − λ·cost, cost
+in units of the best single model's mean $ per question on the train split. The optimizers are the
+project's ask/tell objects (sep-CMA-ES, REINFORCE, random search) plus imitation of the best short
+trajectory per training question; every one gets the same number of episodes."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from consortium.coord.answer_aware.episodes import ROLES, VERIFIER, Episodes, Transcript
+from consortium.coord.answer_aware.head import n_weights, rollout
+from consortium.coord.answer_aware.runs import PolicyRun, new_run
+from consortium.train.optimizers import Outcome, make_optimizer
+
+
+@dataclass(frozen=True)
+class HeadOptions:
+    """What the project's optimizers read (consortium.train.optimizers.OptimizerOptions)."""
+
+    popsize: int = 16
+    sigma0: float = 0.5
+    seed: int = 0
+    learning_rate: float = 0.05
+    update: str = "adam"
+    shared_minibatch: bool = True
+    incumbent: bool = True
+
+
+@dataclass(frozen=True)
+class Budget:
+    generations: int = 40
+    popsize: int = 16
+    minibatch: int = 64
+
+    @property
+    def episodes(self) -> int:
+        return self.generations * self.popsize * self.minibatch
+
+
+def reward(t: Transcript, correct: bool, lam: float, cost_unit: float) -> float:
+    return float(correct) - lam * t.cost / cost_unit
+
+
+def mean_reward(
+    episodes: Episodes, weights: np.ndarray, questions: np.ndarray, lam: float, cost_unit: float
+) -> float:
+    total = 0.0
+    for q in questions:
+        r = rollout(episodes, weights, int(q))
+        total += reward(r.transcript, r.correct, lam, cost_unit)
+    return total / max(1, len(questions))
+
+
+def train_head(
+    episodes: Episodes,
+    questions: np.ndarray,
+    optimizer: str,
+    lam: float,
+    cost_unit: float,
+    budget: Budget,
+    seed: int,
+) -> np.ndarray:
+    """Weights after `budget` episodes of `optimizer` ("es", "reinforce", "random",
+    "imitation") on the training questions; ES and random search score candidates by their greedy
+    runs on a shared minibatch, REINFORCE by sampled runs (score-function gradient, mean-reward
+    baseline, Adam)."""
+    dim = n_weights(episodes)
+    rng = np.random.default_rng(seed)
+    if optimizer == "imitation":
+        return imitate(episodes, questions, lam, cost_unit, seed)
+    options = HeadOptions(popsize=budget.popsize, seed=seed)
+    opt = make_optimizer(optimizer, np.zeros(dim), options)  # type: ignore[arg-type]
+    for _ in range(budget.generations):
+        batch = rng.choice(questions, size=min(budget.minibatch, len(questions)), replace=False)
+        candidates = opt.ask(rng)
+        if optimizer == "reinforce":
+            rewards, grads = [], []
+            for weights in candidates:
+                for q in batch:
+                    r = rollout(episodes, weights, int(q), rng, gradient=True)
+                    rewards.append(reward(r.transcript, r.correct, lam, cost_unit))
+                    grads.append(r.gradient)
+            values = np.array(rewards)
+            advantage = values - values.mean()
+            gradient = np.sum([a * g for a, g in zip(advantage, grads, strict=True)], axis=0)
+            opt.tell(candidates, Outcome(values, gradient, len(values)))
+        else:
+            scores = np.array([mean_reward(episodes, w, batch, lam, cost_unit) for w in candidates])
+            opt.tell(candidates, Outcome(scores))
+    return np.asarray(opt.policy)
+
+
+def _actions(episodes: Episodes) -> list[tuple[int, int]]:
+    return [(m, r) for m in range(episodes.n_models) for r in range(len(ROLES))]
+
+
+def best_trajectory(
+    episodes: Episodes, q: int, lam: float, cost_unit: float, depth: int = 3
+) -> list[tuple[np.ndarray, int, int]]:
+    """The best-reward action sequence of at most `depth` turns for question q (ties: shorter),
+    as (features, model, role) per turn: the imitation target."""
+    best: tuple[float, int] = (-np.inf, 0)
+    best_steps: list[tuple[np.ndarray, int, int]] = []
+    for length in range(1, depth + 1):
+        for sequence in itertools.product(_actions(episodes), repeat=length):
+            t = episodes.start(q)
+            steps = []
+            valid = True
+            for i, (m, role) in enumerate(sequence):
+                if episodes.done(t) or (role == VERIFIER and t.current() is None):
+                    valid = False
+                    break
+                if not (episodes.code and role == VERIFIER) and not episodes.available(t)[m]:
+                    valid = False
+                    break
+                steps.append((episodes.features(t), m, role))
+                episodes.step(t, m, role)
+                if i < length - 1 and episodes.done(t):
+                    valid = False
+                    break
+            if not valid or not (t.accepted or length == depth):
+                continue
+            value = (reward(t, episodes.correct(t), lam, cost_unit), -length)
+            if value > best:
+                best, best_steps = value, steps
+    return best_steps
+
+
+def imitate(
+    episodes: Episodes,
+    questions: np.ndarray,
+    lam: float,
+    cost_unit: float,
+    seed: int,
+    epochs: int = 200,
+    learning_rate: float = 0.1,
+) -> np.ndarray:
+    """Behaviour cloning of each training question's best short trajectory (cross-entropy on the
+    model and role softmaxes, full-batch gradient descent)."""
+    data = [
+        step for q in questions for step in best_trajectory(episodes, int(q), lam, cost_unit, 2)
+    ]
+    n_models = episodes.n_models
+    w = np.random.default_rng(seed).normal(0, 0.01, (n_models + len(ROLES), episodes.n_features))
+    if not data:
+        return w.ravel()
+    x = np.stack([d[0] for d in data])
+    models = np.array([d[1] for d in data])
+    roles = np.array([d[2] for d in data])
+    for _ in range(epochs):
+        z = x @ w.T
+        for block, target in ((slice(0, n_models), models), (slice(n_models, None), roles)):
+            logits = z[:, block] - z[:, block].max(axis=1, keepdims=True)
+            p = np.exp(logits)
+            p /= p.sum(axis=1, keepdims=True)
+            p[np.arange(len(target)), target] -= 1.0
+            w[block] -= learning_rate * (p.T @ x) / len(target)
+    return w.ravel()
+
+
+def run_head(episodes: Episodes, weights: np.ndarray, name: str, note: str = "") -> PolicyRun:
+    """The greedy policy over every question of the table."""
+    table = episodes.table
+    run = new_run(name, table, "trinity", note)
+    for q in range(table.n_questions):
+        r = rollout(episodes, weights, q)
+        run.correct[q] = r.correct
+        run.cost[q] = r.transcript.cost
+        run.tokens[q] = r.transcript.tokens
+        run.calls[q] = r.transcript.calls
+    return run

@@ -1,0 +1,224 @@
+"""Answer-aware coordination (issue 25) on small records folders written here: agreement classes,
+votes and cascades, the multi-turn replay simulation's roles, the docstring checks in the real
+sandbox, training, and the `consortium coordinate` command end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from consortium.coord.answer_aware import baselines
+from consortium.coord.answer_aware.answer_keys import agreement_for
+from consortium.coord.answer_aware.code_checks import check_all, docstring_examples
+from consortium.coord.answer_aware.episodes import VERIFIER, WORKER, Episodes
+from consortium.coord.answer_aware.outcomes import NO_ANSWER, classes_of
+from consortium.coord.answer_aware.tables import outcome_table
+from consortium.coord.answer_aware.training import Budget, run_head, train_head
+from consortium.records import OutputRow, load_records, write_records
+from consortium.records.schema import SCHEMA_VERSION, Manifest, Price
+from consortium.records.split import split_rule
+
+MODELS = ["cheap-a", "cheap-b", "strong"]
+COSTS = {"cheap-a": 0.001, "cheap-b": 0.002, "strong": 0.01}
+
+
+def _manifest(dataset: str, kind: str = "number") -> Manifest:
+    return Manifest(
+        schema_version=SCHEMA_VERSION,
+        dataset=dataset,
+        answer_kind=kind,  # type: ignore[arg-type]
+        sources=[],
+        licence="test data written by this test",
+        grader="test",
+        split=split_rule(),
+        prices={
+            m: Price(input_per_mtok=1, output_per_mtok=1, source="t", date="2025-01-01")
+            for m in MODELS
+        },
+        models=MODELS,
+        questions=60,
+        created_by="tests/test_answer_aware.py",
+    )
+
+
+def _row(q: int, model: str, sample: int, answer: str | None, gold: str) -> OutputRow:
+    return OutputRow(
+        str(q),
+        f"question {q}",
+        gold,
+        model,
+        sample,
+        f"the answer is {answer}",
+        answer,
+        answer == gold,
+        None,
+        10,
+        10,
+        True,
+        COSTS[model],
+        True,
+    )
+
+
+def toy_rows(n: int = 60) -> list[OutputRow]:
+    """Even questions: both cheap models right and agreeing; odd ones: they disagree and are wrong.
+    The strong model is always right; cheap-a has a second sample equal to its first."""
+    rows = []
+    for q in range(n):
+        gold = str(q)
+        if q % 2 == 0:
+            a, b = gold, gold
+        else:
+            a, b = str(q + 1000), str(q + 2000)
+        rows += [_row(q, "cheap-a", 0, a, gold), _row(q, "cheap-a", 1, a, gold)]
+        rows += [_row(q, "cheap-b", 0, b, gold), _row(q, "strong", 0, gold, gold)]
+    return rows
+
+
+@pytest.fixture()
+def toy(tmp_path: Path) -> Path:
+    folder = tmp_path / "toy"
+    write_records(folder, _manifest("toy"), toy_rows())
+    return folder
+
+
+def test_latex_answers_agree_by_value_and_missing_answers_do_not() -> None:
+    key, same = agreement_for("latex")
+    assert classes_of(["\\frac{1}{2}", "0.5", "2", None, "1/2"], key, same) == [
+        0,
+        0,
+        1,
+        NO_ANSWER,
+        0,
+    ]
+    key, same = agreement_for("number")
+    assert classes_of(["75.00", "75", "1,000", "1000.0"], key, same) == [0, 0, 1, 1]
+
+
+def test_votes_and_cascades_on_the_toy(toy: Path) -> None:
+    table = outcome_table(load_records(toy))
+    test = table.indices("test")
+    strong = baselines.single(table, 2)
+    assert strong.correct.all()
+    cascade = baselines.mot_cascade(table, [0, 1], 2, 1.0)
+    even = np.array([int(q) % 2 == 0 for q in table.question_ids])
+    # cheap models agree on even questions: accepted there, the strong model is never paid for
+    assert np.allclose(cascade.cost[even], 2 * 0.001 + 0.002)
+    assert np.allclose(cascade.cost[~even], 2 * 0.001 + 0.002 + 0.01)
+    assert cascade.correct.all()
+    # a plain vote of the three first samples: cheap models outvote... nobody on odd (all differ)
+    vote = baselines.weighted_vote(table)
+    assert vote.correct[test].all()  # ties go to the most accurate model (strong)
+    assert vote.calls[test].tolist() == [3.0] * len(test)
+
+
+def test_verifier_accepts_exactly_on_agreement_and_every_turn_is_paid(toy: Path) -> None:
+    table = outcome_table(load_records(toy))
+    episodes = Episodes(table)
+    odd = table.question_ids.index("1")
+    t = episodes.start(odd)
+    episodes.step(t, 0, WORKER)  # cheap-a's sample 0: wrong
+    episodes.step(t, 1, VERIFIER)  # cheap-b disagrees: REVISE, still charged
+    assert not t.accepted and t.rejected_last
+    assert t.cost == pytest.approx(0.003)
+    episodes.step(t, 0, VERIFIER)  # cheap-a's *second* sample agrees with its first: ACCEPT
+    assert t.accepted and t.used[0] == 2
+    assert not episodes.correct(t)
+    assert not episodes.available(t)[0]  # cheap-a has no third sample: masked
+    even = table.question_ids.index("0")
+    t = episodes.start(even)
+    episodes.step(t, 1, WORKER)
+    episodes.step(t, 0, VERIFIER)
+    assert t.accepted and episodes.correct(t) and t.calls == 2
+
+
+def test_sep_cma_es_learns_to_ask_the_model_that_is_right(toy: Path) -> None:
+    table = outcome_table(load_records(toy))
+    episodes = Episodes(table, max_turns=2)
+    train = table.indices("train")
+    weights = train_head(episodes, train, "es", 0.0, 0.01, Budget(15, 8, 16), seed=0)
+    run = run_head(episodes, weights, "es")
+    assert run.correct[table.indices("test")].mean() == 1.0
+    untrained = run_head(episodes, np.zeros_like(weights), "zeros")
+    assert untrained.correct[table.indices("test")].mean() < 1.0
+
+
+PROMPT = '''def add(a, b):
+    """Add two numbers.
+    >>> add(1, 2)
+    3
+    >>> add(-1, 1)
+    0
+    """
+'''
+
+
+def test_code_checks_run_the_docstring_examples_in_the_sandbox() -> None:
+    assert docstring_examples(PROMPT) == [("add(1, 2)", "3"), ("add(-1, 1)", "0")]
+    right = "    return a + b\n"
+    wrong = "def add(a, b):\n    return a - b\n"
+    also_right = "def add(a, b):\n    return b + a\n"
+    results = check_all([(PROMPT, right), (PROMPT, wrong), (PROMPT, also_right)])
+    assert results[(PROMPT, right)].passed
+    assert not results[(PROMPT, wrong)].passed
+    # programs agree when they behave the same on the examples
+    assert results[(PROMPT, right)].signature == results[(PROMPT, also_right)].signature
+    assert results[(PROMPT, right)].signature != results[(PROMPT, wrong)].signature
+
+
+def test_coordinate_command_writes_the_report_for_any_data_set(tmp_path: Path) -> None:
+    for name in ("toy", "another"):
+        write_records(tmp_path / name, _manifest(name), toy_rows(40))
+    out = tmp_path / "reports" / "coordination"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "consortium",
+            "coordinate",
+            "--records",
+            str(tmp_path / "toy"),
+            "--records",
+            str(tmp_path / "another"),
+            "--out",
+            str(out),
+            "--generations",
+            "2",
+            "--popsize",
+            "4",
+            "--minibatch",
+            "8",
+            "--cache",
+            str(tmp_path / "cache"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ),
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(out.with_suffix(".json").read_text())
+    assert [d["dataset"] for d in report["datasets"]] == ["toy", "another"]
+    names = [p["name"] for p in report["datasets"][0]["policies"]]
+    assert "weighted vote (train accuracy)" in names and "ModelSwitch rule" in names
+    assert any(n.startswith("TRINITY replay") for n in names)
+    assert (out.parent / "toy-frontier.png").stat().st_size > 1000
+    assert "Thinker has no replay simulation" in out.with_suffix(".md").read_text()
+
+
+def test_a_missing_records_folder_is_one_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "consortium", "coordinate", "--records", str(tmp_path / "none")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ),
+    )
+    assert done.returncode != 0
+    assert "records folder not found" in done.stderr and "Traceback" not in done.stderr
