@@ -13,13 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from consortium.coord.answer_aware import baselines
-from consortium.coord.answer_aware.answer_keys import agreement_for
-from consortium.coord.answer_aware.code_checks import check_all, docstring_examples
-from consortium.coord.answer_aware.episodes import VERIFIER, WORKER, Episodes
-from consortium.coord.answer_aware.outcomes import NO_ANSWER, classes_of
-from consortium.coord.answer_aware.tables import outcome_table
-from consortium.coord.answer_aware.training import Budget, run_head, train_head
+from consortium.coordinate import baselines
+from consortium.coordinate.answer_keys import agreement_for
+from consortium.coordinate.code_checks import check_all, docstring_examples
+from consortium.coordinate.episodes import VERIFIER, WORKER, Episodes
+from consortium.coordinate.outcomes import NO_ANSWER, classes_of
+from consortium.coordinate.tables import outcome_table
+from consortium.coordinate.training import Budget, run_head, train_head
 from consortium.records import OutputRow, load_records, write_records
 from consortium.records.schema import SCHEMA_VERSION, Manifest, Price
 from consortium.records.split import split_rule

@@ -12,10 +12,10 @@ import httpx
 import numpy as np
 import pytest
 
-from consortium.coord.answer_aware.episodes import VERIFIER, WORKER, Episodes
-from consortium.coord.answer_aware.head import n_weights, rollout
-from consortium.coord.answer_aware.http_replay import run_over_http
-from consortium.coord.answer_aware.tables import outcome_table
+from consortium.coordinate.episodes import VERIFIER, WORKER, Episodes
+from consortium.coordinate.head import n_weights, rollout
+from consortium.coordinate.http_replay import run_over_http
+from consortium.coordinate.tables import outcome_table
 from consortium.records import OutputRow, load_records, write_records
 from consortium.records.layouts import import_files
 from consortium.records.schema import SCHEMA_VERSION, Manifest, Price

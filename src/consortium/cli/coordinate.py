@@ -47,8 +47,8 @@ def coordinate(
 
     consortium coordinate --records records/gsm8k --records records/math --out reports/coordination
     """
-    from consortium.coord.answer_aware.command import CoordinationRequest, run_coordination
-    from consortium.coord.answer_aware.training import Budget
+    from consortium.coordinate.command import CoordinationRequest, run_coordination
+    from consortium.coordinate.training import Budget
 
     request = CoordinationRequest(
         records,

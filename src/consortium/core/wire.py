@@ -9,6 +9,10 @@ from typing import Any
 
 from starlette.responses import JSONResponse, Response
 
+SAMPLE_HEADER = "x-consortium-sample"
+"""The header a caller names a recorded sample with (0-based): a replay server of recorded outputs
+answers with that sample (else by the request's `seed`, else by the transcript)."""
+
 
 def error_response(
     status: int,

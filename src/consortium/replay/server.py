@@ -29,6 +29,7 @@ from starlette.routing import Route
 from consortium.core.draws import uniform
 from consortium.core.tokens import estimate_tokens
 from consortium.core.wire import (
+    SAMPLE_HEADER,
     ChunkWriter,
     completion_body,
     content_text,
@@ -39,8 +40,6 @@ from consortium.replay.behaviour import Coupling, replay_answer
 from consortium.replay.data import ReplayData, ReplayRecord
 
 PREFIX_LEN = 32
-SAMPLE_HEADER = "x-consortium-sample"
-"""The sample index a request asks for (0-based); else its `seed`; else derived (see below)."""
 
 
 def sample_index(

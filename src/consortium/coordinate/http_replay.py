@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 import httpx
 
-from consortium.coord.answer_aware.answer_keys import agreement_for
-from consortium.coord.answer_aware.episodes import VERIFIER
+from consortium.coordinate.answer_keys import agreement_for
+from consortium.coordinate.episodes import VERIFIER
+from consortium.core.wire import SAMPLE_HEADER
 from consortium.records.grading import Verdict, grade_text
 from consortium.records.schema import AnswerKind
-from consortium.replay.server import SAMPLE_HEADER
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from consortium.coord.answer_aware.pipeline import DatasetResult
-from consortium.coord.answer_aware.selection import TOLERANCE, paired_bootstrap
+from consortium.coordinate.pipeline import DatasetResult
+from consortium.coordinate.selection import TOLERANCE, paired_bootstrap
 
 DECLARED = (
     "Pool: replay of recorded outputs of real models (records folders, consortium.records), "

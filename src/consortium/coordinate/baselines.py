@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from consortium.coord.answer_aware.outcomes import OutcomeTable
-from consortium.coord.answer_aware.runs import (
+from consortium.coordinate.outcomes import OutcomeTable
+from consortium.coordinate.runs import (
     Asked,
     PolicyRun,
     charge,
@@ -121,7 +121,7 @@ def mot_cascade(
 def mot_family(table: OutcomeTable) -> list[PolicyRun]:
     """Strong model: one of the 3 most accurate (train); cheap set: one or two of the 3 cheapest
     models cheaper than it; threshold 0.6 or 1.0; a train-split rule picks among them
-    (consortium.coord.answer_aware.selection)."""
+    (consortium.coordinate.selection)."""
     cost = train_cost(table)
     accuracy = train_accuracy(table)
     runs = []

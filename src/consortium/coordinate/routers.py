@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from consortium.coord.answer_aware.outcomes import OutcomeTable
-from consortium.coord.answer_aware.runs import PolicyRun, charge, new_run
+from consortium.coordinate.outcomes import OutcomeTable
+from consortium.coordinate.runs import PolicyRun, charge, new_run
 from consortium.train.routers import KnnRouter, MlpRouter
 
 KNN_K = 25

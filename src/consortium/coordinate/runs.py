@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from consortium.coord.answer_aware.outcomes import NO_ANSWER, OutcomeTable, Sample
+from consortium.coordinate.outcomes import NO_ANSWER, OutcomeTable, Sample
 
 Asked = list[tuple[int, int]]
 """(model, sample index) pairs a policy asked for, in order."""

@@ -10,15 +10,15 @@ from typing import Any
 
 import numpy as np
 
-from consortium.coord.answer_aware import baselines
-from consortium.coord.answer_aware.episodes import Episodes
-from consortium.coord.answer_aware.optimizer_table import optimizer_table
-from consortium.coord.answer_aware.outcomes import OutcomeTable
-from consortium.coord.answer_aware.routers import router_runs
-from consortium.coord.answer_aware.runs import PolicyRun, train_accuracy, train_cost
-from consortium.coord.answer_aware.scorer import frugal_family, scorer_vote
-from consortium.coord.answer_aware.selection import TOLERANCE, select_best, select_cheap
-from consortium.coord.answer_aware.training import Budget, run_head, train_head
+from consortium.coordinate import baselines
+from consortium.coordinate.episodes import Episodes
+from consortium.coordinate.optimizer_table import optimizer_table
+from consortium.coordinate.outcomes import OutcomeTable
+from consortium.coordinate.routers import router_runs
+from consortium.coordinate.runs import PolicyRun, train_accuracy, train_cost
+from consortium.coordinate.scorer import frugal_family, scorer_vote
+from consortium.coordinate.selection import TOLERANCE, select_best, select_cheap
+from consortium.coordinate.training import Budget, run_head, train_head
 
 LAMBDAS = (0.0, 0.05, 0.2, 0.5)
 """λ in units of the best single model's mean $ per question (train split)."""

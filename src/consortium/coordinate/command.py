@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from consortium.coord.answer_aware.pipeline import LAMBDAS, run_dataset
-from consortium.coord.answer_aware.report import dataset_summary, write_report
-from consortium.coord.answer_aware.routers import question_features
-from consortium.coord.answer_aware.tables import outcome_table
-from consortium.coord.answer_aware.training import Budget
+from consortium.coordinate.pipeline import LAMBDAS, run_dataset
+from consortium.coordinate.report import dataset_summary, write_report
+from consortium.coordinate.routers import question_features
+from consortium.coordinate.tables import outcome_table
+from consortium.coordinate.training import Budget
 from consortium.records.store import Records, load_records
 
 TARGETS = {"gsm8k": 96.8, "math": 83.5, "humaneval": 92.0, "date": 91.5}

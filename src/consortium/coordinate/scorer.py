@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from consortium.coord.answer_aware.outcomes import NO_ANSWER, OutcomeTable, Sample
-from consortium.coord.answer_aware.runs import Asked, PolicyRun, charge, new_run, train_cost
+from consortium.coordinate.outcomes import NO_ANSWER, OutcomeTable, Sample
+from consortium.coordinate.runs import Asked, PolicyRun, charge, new_run, train_cost
 
 
 def candidate_features(

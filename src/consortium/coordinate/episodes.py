@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from consortium.coord.answer_aware.outcomes import NO_ANSWER, OutcomeTable, Sample
+from consortium.coordinate.outcomes import NO_ANSWER, OutcomeTable, Sample
 
 WORKER, VERIFIER = 0, 1
 ROLES = ("Worker", "Verifier")

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from consortium.coord.answer_aware.answer_keys import agreement_for
-from consortium.coord.answer_aware.code_checks import check_all
-from consortium.coord.answer_aware.outcomes import OutcomeTable, build_table
+from consortium.coordinate.answer_keys import agreement_for
+from consortium.coordinate.code_checks import check_all
+from consortium.coordinate.outcomes import OutcomeTable, build_table
 from consortium.records.store import Records
 from consortium.tasks.code import extract_code
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from consortium.coord.answer_aware.episodes import ROLES, VERIFIER, Episodes, Transcript
-from consortium.coord.answer_aware.head import n_weights, rollout
-from consortium.coord.answer_aware.runs import PolicyRun, new_run
+from consortium.coordinate.episodes import ROLES, VERIFIER, Episodes, Transcript
+from consortium.coordinate.head import n_weights, rollout
+from consortium.coordinate.runs import PolicyRun, new_run
 from consortium.train.optimizers import Outcome, make_optimizer
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from consortium.coord.answer_aware.runs import PolicyRun
+from consortium.coordinate.runs import PolicyRun
 
 TOLERANCE = 0.3
 """Points of accuracy the cost target allows below the best single model."""

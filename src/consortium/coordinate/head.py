@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from consortium.coord.answer_aware.episodes import ROLES, Episodes, Transcript
+from consortium.coordinate.episodes import ROLES, Episodes, Transcript
 
 
 @dataclass(frozen=True)

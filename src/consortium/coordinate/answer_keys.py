@@ -1,12 +1,12 @@
 """When two extracted answers agree, per answer kind: numbers by value, LaTeX by math-verify,
 dates by the normalised date, letters by letter, code by its behaviour on its docstring examples
-(consortium.coord.answer_aware.code_checks), free text by its stripped text."""
+(consortium.coordinate.code_checks), free text by its stripped text."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from consortium.coord.answer_aware.outcomes import AnswerKey, Equivalence
+from consortium.coordinate.outcomes import AnswerKey, Equivalence
 from consortium.tasks.dates import normalise_date
 from consortium.tasks.math import equivalent
 
