@@ -27,6 +27,7 @@ from consortium.runtime.pgserver import PostgresServer
 from consortium.runtime.raycluster import DRIVER_ENV, LocalRayCluster
 from consortium.runtime.store import TraceStore, results, runs
 from tests.conftest import ROOT
+from tests.helpers import untimed
 
 pytestmark = pytest.mark.cluster
 
@@ -112,7 +113,7 @@ def test_eval_on_cluster_and_postgres_equals_local(
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-3000:]
         reports[executor] = json.loads(out.read_text())
-    assert reports["ray"]["policies"] == reports["local"]["policies"]
+    assert untimed(reports["ray"]["policies"]) == untimed(reports["local"]["policies"])
     rows = result_rows(url, reports["ray"]["run_id"])
     assert len(rows) == len(set(rows)) == 12 * 3  # two models and random, 12 tasks each
 
@@ -163,7 +164,7 @@ def test_evolve_on_cluster_and_postgres_equals_local(
         state = json.loads((out / "state.json").read_text())
         rounds = [{k: v for k, v in r.items() if k != "run_id"} for r in state["rounds"]]
         final = {k: v for k, v in state["final"].items() if k != "run_id"}
-        outcomes[executor] = json.dumps([rounds, final], sort_keys=True)
+        outcomes[executor] = json.dumps(untimed([rounds, final]), sort_keys=True)
     assert outcomes["ray"] == outcomes["local"]
     store = TraceStore(url)
     assert {r["kind"] for r in store.list_runs()} >= {"evolve"} and store.list_runs()[0]["calls"]
@@ -193,7 +194,7 @@ def test_raylet_killed_mid_eval_loses_and_repeats_nothing(
         local = cli("eval", *common, "--json", str(local_json), "--traces",
                     f"sqlite:///{tmp_path / 't.db'}")  # fmt: skip
         assert local.returncode == 0, local.stderr[-3000:]
-        expected = json.loads(local_json.read_text())["policies"]
+        expected = untimed(json.loads(local_json.read_text())["policies"])
 
         url = postgres.create_database("node_loss")
         out = tmp_path / "ray.json"
@@ -236,7 +237,7 @@ def test_raylet_killed_mid_eval_loses_and_repeats_nothing(
         output = (tmp_path / "ray.log").read_text()
         assert run.returncode == 0, output[-3000:]
         report = json.loads(out.read_text())
-        assert report["policies"] == expected
+        assert untimed(report["policies"]) == expected
         rows = result_rows(url, report["run_id"])
         assert len(rows) == len(set(rows)) == expected_rows
 
@@ -252,7 +253,7 @@ def test_raylet_killed_mid_eval_loses_and_repeats_nothing(
             "--ray-address", cluster.address, "--resume", run_id,
         )  # fmt: skip
         assert resumed.returncode == 0, resumed.stderr[-3000:]
-        assert json.loads(resumed_json.read_text())["policies"] == expected
+        assert untimed(json.loads(resumed_json.read_text())["policies"]) == expected
         rows = result_rows(url, run_id)
         assert len(rows) == len(set(rows)) == expected_rows
         assert only_run(url, "eval") == run_id
