@@ -18,6 +18,8 @@ from consortium.coordinate.answer_keys import agreement_for
 from consortium.coordinate.code_checks import check_all, docstring_examples
 from consortium.coordinate.episodes import VERIFIER, WORKER, Episodes
 from consortium.coordinate.outcomes import NO_ANSWER, classes_of
+from consortium.coordinate.scorer import full_cascade_family
+from consortium.coordinate.selection import select_cheap
 from consortium.coordinate.tables import outcome_table
 from consortium.coordinate.training import Budget, run_head, train_head
 from consortium.records import OutputRow, load_records, write_records
@@ -118,6 +120,24 @@ def test_votes_and_cascades_on_the_toy(toy: Path) -> None:
     assert vote.calls[test].tolist() == [3.0] * len(test)
 
 
+def test_the_learned_cascade_matches_the_vote_and_skips_the_strong_model_on_agreement(
+    toy: Path,
+) -> None:
+    table = outcome_table(load_records(toy))
+    train = table.indices("train")
+    vote = baselines.weighted_vote(table)
+    family = full_cascade_family(table)
+    never_stops = family[-1]
+    assert np.allclose(never_stops.cost, vote.cost) and (never_stops.correct == vote.correct).all()
+    chosen = select_cheap(family, train, float(vote.correct[train].mean()) - 0.003)
+    assert chosen is not None and chosen.correct.all()
+    even = np.array([int(q) % 2 == 0 for q in table.question_ids])
+    # the two cheap models agree on even questions: the scorer stops before the strong model
+    assert np.allclose(chosen.cost[even], 0.001 + 0.002)
+    assert np.allclose(chosen.cost[~even], 0.001 + 0.002 + 0.01)
+    assert chosen.cost.mean() < 0.7 * vote.cost.mean()
+
+
 def test_verifier_accepts_exactly_on_agreement_and_every_turn_is_paid(toy: Path) -> None:
     table = outcome_table(load_records(toy))
     episodes = Episodes(table)
@@ -209,7 +229,9 @@ def test_coordinate_command_writes_the_report_for_any_data_set(tmp_path: Path) -
     assert "weighted vote (train accuracy)" in names and "ModelSwitch rule" in names
     assert any(n.startswith("TRINITY replay") for n in names)
     assert (out.parent / "toy-frontier.png").stat().st_size > 1000
-    assert "Thinker has no replay simulation" in out.with_suffix(".md").read_text()
+    markdown = out.with_suffix(".md").read_text()
+    assert "Thinker has no replay simulation" in markdown
+    assert "the weighted vote matched for less: learned scorer cascade [all 3 models" in markdown
 
 
 def test_a_missing_records_folder_is_one_line(tmp_path: Path) -> None:

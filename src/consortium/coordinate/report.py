@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from consortium.coordinate.pipeline import DatasetResult
+from consortium.coordinate.pipeline import MATCHES_THE_VOTE, DatasetResult
 from consortium.coordinate.selection import TOLERANCE, paired_bootstrap
 
 DECLARED = (
@@ -131,7 +131,23 @@ def target_lines(summary: Mapping[str, Any], target: float | None) -> list[str]:
         lines.append(
             f"- cost (within {TOLERANCE} pts at ≤ 30 % of the best single's $): missed{detail}"
         )
+    lines += _vote_match_lines(summary)
     return lines
+
+
+def _vote_match_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The honest bar matched for less: the train-selected cascade against the weighted vote."""
+    policies = summary["policies"]
+    vote = next((p for p in policies if p["name"].startswith("weighted vote")), None)
+    match = next((p for p in policies if p["note"] == MATCHES_THE_VOTE), None)
+    if vote is None or match is None:
+        return []
+    share = match["usd_per_question"] / (vote["usd_per_question"] or 1.0)
+    return [
+        f"- the weighted vote matched for less: {match['name']} {match['accuracy']:.2f}, "
+        f"Δ vs weighted vote {_interval(match['vs_weighted_vote'])}, at {100 * share:.1f} % of "
+        f"the vote's $ ({100 * match['cost_vs_best_single']:.1f} % of the best single's)"
+    ]
 
 
 def _interval(d: Mapping[str, float]) -> str:

@@ -117,6 +117,7 @@ def scorer_cascade(
     order: Sequence[int],
     threshold: float,
     fitted: dict[tuple[int, ...], Logistic] | None = None,
+    name: str | None = None,
 ) -> PolicyRun:
     """FrugalGPT cascade: ask the models in `order` one at a time; after each, the scorer fitted for
     that prefix (on the train split) scores the candidates; stop when the best scores ≥
@@ -130,7 +131,8 @@ def scorer_cascade(
             fitted[prefix] = fit_scorer(table, prefix, train)
         scorers.append(fitted[prefix])
     names = "→".join(table.models[m] for m in order)
-    run = new_run(f"FrugalGPT scorer cascade [{names}, τ={threshold:.2f}]", table, "cascade")
+    label = name or f"FrugalGPT scorer cascade [{names}, τ={threshold:.2f}]"
+    run = new_run(label, table, "cascade")
     run.params = {"order": [table.models[m] for m in order], "threshold": threshold}
     for q in range(table.n_questions):
         asked: Asked = []
@@ -160,3 +162,25 @@ def frugal_family(table: OutcomeTable, max_models: int = 3) -> list[PolicyRun]:
         for threshold in (0.5, 0.8, 0.9, 0.95, 0.98, 0.99):
             runs.append(scorer_cascade(table, order, threshold, fitted))
     return runs
+
+
+FULL_THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99, 1.0)
+
+
+def full_cascade_family(table: OutcomeTable) -> list[PolicyRun]:
+    """Every model, cheapest first (train $), one at a time; after each, the scorer for that prefix
+    stops the cascade once its best candidate scores ≥ τ. At τ = 1 it never stops: the learned
+    scorer over every model. A train-split rule picks τ (the cheapest that keeps the weighted
+    vote's train accuracy within the tolerance)."""
+    order = [int(m) for m in np.argsort(train_cost(table), kind="stable")]
+    fitted: dict[tuple[int, ...], Logistic] = {}
+    return [
+        scorer_cascade(
+            table,
+            order,
+            threshold,
+            fitted,
+            f"learned scorer cascade [all {len(order)} models, cheapest first, τ={threshold:.2f}]",
+        )
+        for threshold in FULL_THRESHOLDS
+    ]
