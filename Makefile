@@ -17,8 +17,14 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-demo: install
-	HF_HUB_OFFLINE=1 $(BIN)/consortium demo --data $(REPLAY_DATA) --out reports/demo.md $(DEMO_ARGS)
+# The demo's answer-aware table reads these records folders (imported once, on first use).
+DEMO_RECORDS ?= gsm8k math date
+
+demo: install $(foreach set,$(DEMO_RECORDS),records/$(set)/manifest.json)
+	HF_HUB_OFFLINE=1 $(BIN)/consortium demo --data $(REPLAY_DATA) --out reports/demo.md $(foreach set,$(DEMO_RECORDS),--records records/$(set)) $(DEMO_ARGS)
+
+records/%/manifest.json: | install
+	$(BIN)/consortium records import --data $(REAL_OUTPUTS) --out records --only $*
 
 lint: install
 	$(BIN)/ruff check src tests bench scripts
@@ -35,7 +41,7 @@ test-cluster: install
 	CONSORTIUM_REPLAY_DATA=$(REPLAY_DATA) CONSORTIUM_BENCHMARKS=$(BENCHMARKS) $(BIN)/pytest -q -n 0 --durations=10 -m cluster
 
 # Answer-aware coordinators and baselines on the records folders (run `make records` first).
-COORD_SETS ?= gsm8k math humaneval date
+COORD_SETS ?= gsm8k math humaneval date rb_arc_challenge rb_mbpp rb_winogrande
 coordination: install
 	$(BIN)/consortium coordinate $(foreach set,$(COORD_SETS),--records records/$(set)) --out reports/coordination --generations 25 --routers
 	$(BIN)/consortium coordinate --records records/gsm8k --records records/math --out reports/coordination-optimizers --generations 15 --optimizer-table

@@ -15,7 +15,7 @@ import pytest
 
 from consortium.coordinate import baselines
 from consortium.coordinate.answer_keys import agreement_for
-from consortium.coordinate.code_checks import check_all, docstring_examples
+from consortium.coordinate.code_checks import CheckResult, check_all, docstring_examples
 from consortium.coordinate.episodes import VERIFIER, WORKER, Episodes
 from consortium.coordinate.outcomes import NO_ANSWER, classes_of
 from consortium.coordinate.scorer import full_cascade_family
@@ -192,6 +192,16 @@ def test_code_checks_run_the_docstring_examples_in_the_sandbox() -> None:
     assert results[(PROMPT, right)].signature != results[(PROMPT, wrong)].signature
 
 
+def test_a_task_in_words_runs_the_program_alone_and_agrees_only_on_identical_programs() -> None:
+    words = "Write a function to find the shared elements from the given two lists."
+    program = "def shared(a, b):\n    return set(a) & set(b)\n"
+    broken = "def shared(a, b):\n    return set(a) &\n"
+    results = check_all([(words, program), (words, broken)])
+    # it runs (no example to check: not passed), so it has an answer class of its own text
+    assert results[(words, program)] == CheckResult(False, "[]")
+    assert results[(words, broken)] == CheckResult(False, "<failed to run>")
+
+
 def test_coordinate_command_writes_the_report_for_any_data_set(tmp_path: Path) -> None:
     for name in ("toy", "another"):
         write_records(tmp_path / name, _manifest(name), toy_rows(40))
@@ -234,9 +244,13 @@ def test_coordinate_command_writes_the_report_for_any_data_set(tmp_path: Path) -
     assert "the weighted vote matched for less: learned scorer cascade [all 3 models" in markdown
 
 
-def test_a_missing_records_folder_is_one_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", [["coordinate"], ["demo", "--no-trinity", "--data"]])
+def test_a_missing_records_folder_is_one_line(
+    command: list[str], replay_dir: Path, tmp_path: Path
+) -> None:
+    extra = [str(replay_dir)] if command[0] == "demo" else []
     done = subprocess.run(
-        [sys.executable, "-m", "consortium", "coordinate", "--records", str(tmp_path / "none")],
+        [sys.executable, "-m", "consortium", *command, *extra, "--records", str(tmp_path / "none")],
         capture_output=True,
         text=True,
         timeout=120,
@@ -244,3 +258,4 @@ def test_a_missing_records_folder_is_one_line(tmp_path: Path) -> None:
     )
     assert done.returncode != 0
     assert "records folder not found" in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1

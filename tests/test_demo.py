@@ -12,10 +12,14 @@ from pathlib import Path
 
 from rich.console import Console
 
+from consortium.coordinate import baselines
+from consortium.coordinate.tables import outcome_table
 from consortium.evaluation.results import ORACLE
+from consortium.records import load_records, write_records
 from consortium.replay.data import load_replay
 from consortium.replay.demo import demo_workflows, run_demo
 from consortium.runtime.store import TraceStore
+from tests.test_answer_aware import _manifest, toy_rows
 
 SPLIT2_FILES = {
     ("gsm8k", "test"): ("gsm8k-test.json", "sampled"),
@@ -56,8 +60,15 @@ def recorded_probabilities(replay_dir: Path, task_id: str) -> tuple[dict[str, fl
 def test_demo_matches_the_recorded_data(replay_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "demo.md"
     console = Console(file=io.StringIO(), width=200)
+    toy = tmp_path / "toy"
+    write_records(toy, _manifest("toy"), toy_rows())
     reports = run_demo(
-        replay_dir, traces=f"sqlite:///{tmp_path}/t.db", out=out, limit=20, console=console
+        replay_dir,
+        traces=f"sqlite:///{tmp_path}/t.db",
+        out=out,
+        limit=20,
+        console=console,
+        records=[toy],
     )
     workflows = demo_workflows(load_replay(replay_dir))
     # workflows, singles, random, oracle
@@ -124,3 +135,18 @@ def test_demo_matches_the_recorded_data(replay_dir: Path, tmp_path: Path) -> Non
     output = console.file.getvalue()  # type: ignore[attr-defined]
     assert all(f"consortium traces show {r.run_id}" in output for r in reports)
     assert "MetaMath-Mistral-7B" in output and "gpt-4-1106-preview" in output
+    # the answer-aware team on the records folder comes first, its figures those of the library
+    assert text.index("## toy: answer-aware team") < text.index("## split2 test splits")
+    table = outcome_table(load_records(toy))
+    test = table.indices("test")
+    vote = baselines.weighted_vote(table)
+    rows = {line.split(" | ")[0][2:]: line.split(" | ") for line in text.splitlines()}
+    best = rows["best single model (train): strong"]
+    assert best[1:2] == ["100.00"] and best[4] == "100.0 %"
+    vote_share = 100 * vote.cost[test].mean() / 0.01
+    assert rows["weighted vote (train accuracy)"][4] == f"{vote_share:.1f} %"
+    cascade = next(r for name, r in rows.items() if name.startswith("learned scorer cascade"))
+    even = sum(int(table.question_ids[q]) % 2 == 0 for q in test)
+    expected = (even * 0.003 + (len(test) - even) * 0.013) / len(test)
+    assert cascade[1] == "100.00" and cascade[3] == f"{expected:.5f}"
+    assert "toy: answer-aware team on recorded outputs" in output

@@ -37,11 +37,23 @@ def demo(
         bool,
         typer.Option(help="Include the baselines as workflows (vote, MoA, debate, reflection)."),
     ] = True,
+    records: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--records",
+            help="A records folder (repeat for several; `make records` writes them): adds the "
+            "answer-aware team on real models' recorded answers beside the best single model.",
+        ),
+    ] = None,
+    records_cache: Annotated[
+        Path, typer.Option(help="Cache of the code checks' sandbox runs (code data sets).")
+    ] = Path(".cache/coordination"),
     traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
     """The main job on the replay pool: the TRINITY coordinator, the baselines as workflows,
     every single model, a random router and the per-question-best oracle on the recorded test
-    splits."""
+    splits; with --records, the answer-aware team (weighted vote, learned answer scorer, the
+    cascade that matches the vote for less) on real models' recorded answers."""
     from consortium.replay.demo import run_demo
 
     run_demo(
@@ -53,4 +65,6 @@ def demo(
         console=console,
         policy=policy if trinity else None,
         workflows=workflows,
+        records=records or [],
+        records_cache=records_cache,
     )

@@ -52,8 +52,10 @@ def docstring_examples(prompt: str) -> list[tuple[str, str]]:
 def check_program(prompt: str, code: str) -> str:
     """The program the sandbox runs: the candidate (with the prompt's imports, or the prompt plus
     the completion), then each example, printing what it returned and whether it matched."""
-    name = entry_point(prompt) or ""
-    if re.search(rf"^\s*def\s+{re.escape(name)}\s*\(", code, re.MULTILINE):
+    name = entry_point(prompt)
+    if name is None:  # a task in words (MBPP style): the program alone, with no example to run
+        body = code
+    elif re.search(rf"^\s*def\s+{re.escape(name)}\s*\(", code, re.MULTILINE):
         imports = [line for line in prompt.splitlines() if line.startswith(("import ", "from "))]
         body = "\n".join(imports) + "\n" + code
     else:

@@ -16,11 +16,9 @@ from consortium.coordinate.optimizer_table import optimizer_table
 from consortium.coordinate.outcomes import OutcomeTable
 from consortium.coordinate.routers import router_runs
 from consortium.coordinate.runs import PolicyRun, train_accuracy, train_cost
-from consortium.coordinate.scorer import frugal_family, full_cascade_family, scorer_vote
+from consortium.coordinate.scorer import cascade_matching_the_vote, frugal_family, scorer_vote
 from consortium.coordinate.selection import TOLERANCE, select_best, select_cheap
 from consortium.coordinate.training import Budget, run_head, train_head
-
-MATCHES_THE_VOTE = f"the cheapest within {TOLERANCE} pts of the weighted vote (train)"
 
 LAMBDAS = (0.0, 0.05, 0.2, 0.5)
 """λ in units of the best single model's mean $ per question (train split)."""
@@ -59,7 +57,8 @@ def run_dataset(
     runs += [baselines.single(table, m) for m in range(table.n_models)]
     runs += [r for m in range(table.n_models) if (r := baselines.self_consistency(table, m))]
     runs += [baselines.majority_top(table, k) for k in (3, 5) if k <= table.n_models]
-    runs.append(baselines.weighted_vote(table))
+    vote = baselines.weighted_vote(table)
+    runs.append(vote)
     runs.append(baselines.model_switch(table))
     if question_features is not None:
         runs += router_runs(table, question_features)
@@ -81,7 +80,9 @@ def run_dataset(
             runs.append(cheap)
         say(f"{family_name}: {len(family)} configurations")
     runs.append(scorer_vote(table))
-    runs += _matching_the_vote(table, result)
+    family, matching = cascade_matching_the_vote(table, vote)
+    result.frontier += family
+    runs += [matching] if matching else []
     say("learned scorer cascades over every model done")
     episodes = Episodes(table)
     for lam in lambdas:
@@ -95,18 +96,3 @@ def run_dataset(
         result.optimizers = optimizer_table(episodes, cost_unit, budget, optimizer_seeds)
         say("optimizer table done")
     return result
-
-
-def _matching_the_vote(table: OutcomeTable, result: DatasetResult) -> list[PolicyRun]:
-    """The cheapest scorer cascade over every model whose train accuracy is within TOLERANCE of
-    the weighted vote's (the honest bar, matched for less)."""
-    train = table.indices("train")
-    vote = next(r for r in result.runs if r.family == "vote" and r.name.startswith("weighted"))
-    family = full_cascade_family(table)
-    result.frontier += family
-    chosen = select_cheap(family, train, float(vote.correct[train].mean()) - TOLERANCE / 100)
-    if chosen is None:
-        return []
-    chosen.family = "learned"
-    chosen.note = MATCHES_THE_VOTE
-    return [chosen]

@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from consortium.coordinate.pipeline import MATCHES_THE_VOTE, DatasetResult
+from consortium.coordinate.pipeline import DatasetResult
+from consortium.coordinate.scorer import MATCHES_THE_VOTE
 from consortium.coordinate.selection import TOLERANCE, paired_bootstrap
 
 DECLARED = (

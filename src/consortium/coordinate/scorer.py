@@ -12,6 +12,9 @@ import numpy as np
 
 from consortium.coordinate.outcomes import NO_ANSWER, OutcomeTable, Sample
 from consortium.coordinate.runs import Asked, PolicyRun, charge, new_run, train_cost
+from consortium.coordinate.selection import TOLERANCE, select_cheap
+
+MATCHES_THE_VOTE = f"the cheapest within {TOLERANCE} pts of the weighted vote (train)"
 
 
 def candidate_features(
@@ -184,3 +187,17 @@ def full_cascade_family(table: OutcomeTable) -> list[PolicyRun]:
         )
         for threshold in FULL_THRESHOLDS
     ]
+
+
+def cascade_matching_the_vote(
+    table: OutcomeTable, vote: PolicyRun
+) -> tuple[list[PolicyRun], PolicyRun | None]:
+    """The full cascade family, and its cheapest member whose train accuracy is within TOLERANCE
+    of the weighted vote's (the honest bar, matched for less); None when none is."""
+    train = table.indices("train")
+    family = full_cascade_family(table)
+    chosen = select_cheap(family, train, float(vote.correct[train].mean()) - TOLERANCE / 100)
+    if chosen is not None:
+        chosen.family = "learned"
+        chosen.note = MATCHES_THE_VOTE
+    return family, chosen

@@ -10,11 +10,19 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.progress import Progress
+from rich.table import Table
 
 from consortium.coord.base import Coordinator
 from consortium.coord.baselines import RandomRouter, SingleModel
 from consortium.coord.conductor.templates import WorkflowCoordinator, template
 from consortium.coord.trinity.policy import default_encoder, load_policy
+from consortium.coordinate.headline import (
+    COLUMNS,
+    Headline,
+    cells,
+    headline_markdown,
+    headline_of_folder,
+)
 from consortium.core.progress import task_progress
 from consortium.evaluation.entry import EvalConfig, run_evaluation
 from consortium.evaluation.results import ORACLE, EvalReport, TaskResult
@@ -178,9 +186,13 @@ def run_demo(
     console: Console | None = None,
     policy: Path | None = None,
     workflows: bool = True,
+    records: Sequence[Path] = (),
+    records_cache: Path | None = None,
 ) -> list[EvalReport]:
     console = console or Console()
     data = load_replay(data_dir)
+    # first, so that a bad records folder stops the demo before its minutes of replay
+    headlines = [headline_of_folder(folder, records_cache) for folder in records]
     reports: list[EvalReport] = []
     with ReplayServerProcess(data_dir, "--seed", str(seed)) as server:
         console.print(f"replay server on {server.base_url}")
@@ -211,14 +223,29 @@ def run_demo(
     for report in reports:
         console.print(to_rich(report, title=report.tasks))
         console.print(f"[dim]traces: consortium traces show {report.run_id}[/dim]")
+    for result in headlines:
+        console.print(_headline_table(result))
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         text = "# Consortium demo\n\nMade by `make demo` (`consortium demo`).\n\n"
         # No run ids in the file: rerunning the demo rewrites it byte for byte.
         sections = [to_markdown(replace(r, run_id="")) for r in reports]
+        text += "".join(f"{headline_markdown(result)}\n" for result in headlines)
         text += "\n".join(
             f"## {r.tasks}\n\n{section}" for r, section in zip(reports, sections, strict=True)
         )
         out.write_text(text, encoding="utf-8")
         console.print(f"wrote {out}")
     return reports
+
+
+def _headline_table(result: Headline) -> Table:
+    table = Table(
+        title=f"{result.dataset}: answer-aware team on recorded outputs "
+        f"({result.test_questions} test questions; replay, in process)"
+    )
+    for column in COLUMNS:
+        table.add_column(column, justify="left" if column == "policy" else "right")
+    for row in result.rows:
+        table.add_row(*cells(row))
+    return table
