@@ -150,3 +150,4 @@ def test_demo_matches_the_recorded_data(replay_dir: Path, tmp_path: Path) -> Non
     expected = (even * 0.003 + (len(test) - even) * 0.013) / len(test)
     assert cascade[1] == "100.00" and cascade[3] == f"{expected:.5f}"
     assert "toy: answer-aware team on recorded outputs" in output
+    assert "learned scorer cascade [all 3 models, cheapest first" in output  # not read as markup

@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
@@ -247,5 +248,6 @@ def _headline_table(result: Headline) -> Table:
     for column in COLUMNS:
         table.add_column(column, justify="left" if column == "policy" else "right")
     for row in result.rows:
-        table.add_row(*cells(row))
+        policy, *figures = cells(row)
+        table.add_row(escape(policy), *figures)  # "[all 3 models, …]" is not markup
     return table
