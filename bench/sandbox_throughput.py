@@ -6,7 +6,10 @@ no isolation, same programs, same machine, one run; prints the ratio.
 
 Both sides run the same 164 assembled programs (prompt + canonical solution + tests) with the same
 number of worker threads; the sandbox side uses the strongest isolation available here. The plain
-side runs them the way the sandbox does, minus the isolation: the same interpreter with `-I`, a
+side runs them the way the sandbox does, minus the isolation: the same interpreter with `-I -S`
+(the sandbox's interpreter sees no site-packages, so it starts with about 30 modules where `-I`
+alone imports about 100 through site's .pth files and took 34 ms a start against the sandbox's
+14 ms: the bare side then measured site's imports, not the isolation), a
 new session (on a kernel with scheduler autogroups a new session is a new scheduling group: with
 the parent's group the plain side got a smaller CPU share on a busy machine than the sandbox and
 looked slower), a throwaway directory. Rounds alternate the two sides; medians of `--rounds`.
@@ -32,7 +35,7 @@ def plain(python: Path, program: str) -> bool:
         path = Path(folder) / "main.py"
         path.write_text(program)
         done = subprocess.run(
-            [str(python), "-I", "main.py"],
+            [str(python), "-I", "-S", "main.py"],
             cwd=folder,
             capture_output=True,
             timeout=60,
