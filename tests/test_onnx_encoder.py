@@ -9,6 +9,8 @@ import pytest
 
 from consortium.coord.trinity.encoder import CachedEncoder, SentenceEncoder
 from consortium.coord.trinity.onnx_encoder import OnnxSentenceEncoder, onnx_runtime_available
+from consortium.coord.trinity.policy import BACKEND_VARIABLE, default_encoder, resolve_backend
+from consortium.core.errors import ConfigError
 
 pytestmark = pytest.mark.skipif(not onnx_runtime_available(), reason="onnxruntime not installed")
 
@@ -48,3 +50,21 @@ def test_int8_features_are_close_and_cached_under_their_own_name(
     other = CachedEncoder(OnnxSentenceEncoder(cache_dir=exported), tmp_path / "f.db")
     other.encode(TEXTS[:1])
     assert other.misses == 1  # the int8 row is not taken for a float32 feature
+
+
+def test_the_environment_chooses_the_backend_for_auto_and_a_bad_value_is_refused() -> None:
+    assert resolve_backend("auto", {BACKEND_VARIABLE: "torch"}) == "torch"
+    assert resolve_backend("auto", {BACKEND_VARIABLE: "onnx-int8"}) == "onnx-int8"
+    assert resolve_backend("onnx", {BACKEND_VARIABLE: "torch"}) == "onnx"  # asked for: kept
+    expected = "onnx" if onnx_runtime_available() else "torch"
+    assert resolve_backend("auto", {}) == expected
+    with pytest.raises(ConfigError, match="choose one of auto, onnx, onnx-int8, torch"):
+        resolve_backend("auto", {BACKEND_VARIABLE: "gpu"})
+
+
+def test_default_encoder_follows_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(BACKEND_VARIABLE, "torch")
+    cached = default_encoder(cache=tmp_path / "features.db")
+    assert isinstance(cached.encoder, SentenceEncoder)

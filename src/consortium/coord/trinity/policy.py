@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -56,6 +58,23 @@ class HeadSetup:
 
 
 EncoderBackend = Literal["auto", "onnx", "onnx-int8", "torch"]
+BACKENDS: tuple[EncoderBackend, ...] = ("auto", "onnx", "onnx-int8", "torch")
+BACKEND_VARIABLE = "CONSORTIUM_ENCODER_BACKEND"
+"""Read when a caller asks for "auto": how a deployment picks the backend for every command
+(torch is faster for one decision at a time on an idle machine; docs/performance.md)."""
+
+
+def resolve_backend(backend: EncoderBackend, environ: Mapping[str, str]) -> EncoderBackend:
+    """The backend asked for; for "auto", $CONSORTIUM_ENCODER_BACKEND if set, else onnx when
+    onnxruntime is installed, else torch. An unknown value is a ConfigError naming the choices."""
+    if backend != "auto":
+        return backend
+    chosen = environ.get(BACKEND_VARIABLE, "auto")
+    if chosen not in BACKENDS:
+        raise ConfigError(f"{BACKEND_VARIABLE}={chosen!r}: choose one of {', '.join(BACKENDS)}")
+    if chosen != "auto":
+        return chosen
+    return "onnx" if onnx_runtime_available() else "torch"
 
 
 def default_encoder(
@@ -66,14 +85,15 @@ def default_encoder(
 
     all-MiniLM-L6-v2 runs on ONNX Runtime (`backend="onnx"`; "auto" picks it when onnxruntime is
     installed) or on torch (`"torch"`), both float32 and the same features; `"onnx-int8"` is
-    faster with int8 products and slightly different features (docs/performance.md)."""
+    faster with int8 products and slightly different features (docs/performance.md).
+    $CONSORTIUM_ENCODER_BACKEND chooses for "auto" (`resolve_backend`)."""
     encoder: Encoder
     if name == SentenceEncoder.name:
-        use_onnx = backend in ("onnx", "onnx-int8") or (
-            backend == "auto" and onnx_runtime_available()
-        )
+        chosen = resolve_backend(backend, os.environ)
         encoder = (
-            OnnxSentenceEncoder(quantize=backend == "onnx-int8") if use_onnx else SentenceEncoder()
+            SentenceEncoder()
+            if chosen == "torch"
+            else OnnxSentenceEncoder(quantize=chosen == "onnx-int8")
         )
     elif name == SMOLLM2_NAME:
         encoder = smollm2_encoder()
