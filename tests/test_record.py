@@ -18,7 +18,7 @@ import pytest
 from consortium.pool.config import dump_pool
 from consortium.records import load_records, write_records
 from consortium.records.layouts import import_files
-from consortium.records.recorder import JOURNAL
+from consortium.records.recorder import JOURNAL, STARTED
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
 from consortium.replay.records import load_records_replay
@@ -97,6 +97,8 @@ def test_kill_9_then_resume_gives_the_uninterrupted_file(
     assert not (out / "outputs.parquet").exists()
     refused = run(record_args(pool_file, recorded, out))
     assert refused.returncode == 1 and "pass --resume" in refused.stderr
+    # the resume comes on a later day: the prices keep the date the run began
+    (out / STARTED).write_text("2026-01-01\n")
     resumed = run(record_args(pool_file, recorded, out, "--resume"))
     assert resumed.returncode == 0, resumed.stderr
     assert f"{QUESTIONS * 3 - made} new, {made} from the journal" in resumed.stdout
@@ -104,7 +106,16 @@ def test_kill_9_then_resume_gives_the_uninterrupted_file(
     keys = [(r["question_id"], r["model"], r["sample"]) for r in lines]
     assert len(keys) == len(set(keys)) == QUESTIONS * 3  # nothing asked twice, nothing lost
     assert without_latency(out) == rows
-    assert load_records(out).manifest == load_records(tmp_path / "whole").manifest
+    manifest = load_records(out).manifest
+    assert {price.date for price in manifest.prices.values()} == {"2026-01-01"}
+    whole_manifest = load_records(tmp_path / "whole").manifest
+    whole_date = (tmp_path / "whole" / STARTED).read_text().strip()
+    assert {price.date for price in whole_manifest.prices.values()} == {whole_date}
+    dated = {
+        name: price.model_copy(update={"date": whole_date})
+        for name, price in manifest.prices.items()
+    }
+    assert manifest.model_copy(update={"prices": dated}) == whole_manifest
 
 
 def test_max_cost_stops_before_the_cap_and_resume_finishes(

@@ -41,6 +41,8 @@ from consortium.tasks.dates import extract_date
 from consortium.tasks.math import extract_answer
 
 JOURNAL = "journal.jsonl"
+STARTED = "journal.started"
+"""The date the run began: the prices' date in the manifest, the same after a resume."""
 KINDS: dict[str, AnswerKind] = {
     "gsm8k": "number",
     "arithmetic": "number",
@@ -272,6 +274,15 @@ def row_dict(row: OutputRow) -> dict[str, Any]:
     return {name: getattr(row, name) for name in OutputRow.__dataclass_fields__}
 
 
+def _started_date(path: Path) -> str:
+    """The date of the run's first start, written then and read back on every resume."""
+    if path.exists():
+        return path.read_text(encoding="utf-8").strip()
+    today = dt.date.today().isoformat()
+    path.write_text(today + "\n", encoding="utf-8")
+    return today
+
+
 def record(request: RecordRequest, progress: Progress | None = None) -> RecordResult:
     """Run the calls not yet journaled, then write the folder (manifest + outputs.parquet)."""
     if request.samples < 1:
@@ -285,11 +296,11 @@ def record(request: RecordRequest, progress: Progress | None = None) -> RecordRe
             f"{journal} exists: pass --resume to continue that run, or another --out"
         )
     out.mkdir(parents=True, exist_ok=True)
+    started = _started_date(out / STARTED)
     done = read_journal(journal)
     resumed = len(done)
     recorder = _Recorder(request, progress)
     asyncio.run(recorder.run(configs, done, journal))
-    today = dt.date.today().isoformat()
     manifest = Manifest(
         schema_version=SCHEMA_VERSION,
         dataset=recorder.dataset,
@@ -312,7 +323,7 @@ def record(request: RecordRequest, progress: Progress | None = None) -> RecordRe
                 input_per_mtok=c.price_in,
                 output_per_mtok=c.price_out,
                 source=f"declared in {request.pool_source}",
-                date=today,
+                date=started,
             )
             for c in configs
         },
