@@ -364,3 +364,26 @@ def test_template_shapes() -> None:
     assert moa.steps[-1].visible == (2, 3)
     reflect = self_reflection("a", rounds=2)
     assert [s.visible for s in reflect.steps] == [(), (0,), (0, 1), (2,), (2, 3)]
+
+
+async def test_a_models_repeated_steps_ask_for_its_next_sample(tmp_path: Path) -> None:
+    # The seed is how many earlier steps went to the same model: each model's first step asks for
+    # its first sample (all a recorded pool with one sample per model has), a repeat the next.
+    scripts: dict[str, Any] = {name: lambda messages: "The answer is 1." for name in "ab"}
+    with scripted_server(scripts) as server:
+        entries = [{"name": n, "base_url": server.base_url, "model": n} for n in "ab"]
+        caller, _ = conductor_caller(entries, tmp_path)
+        subtasks = [f"step {i}" for i in range(5)]
+        workflow = build(["a", "b", "a", "b", "a"], subtasks, [(), (), (), (), "all"])
+        await WorkflowExecutor().run(workflow, "What is 0 + 1?", caller.for_task("s", "t"))
+    seeds = {
+        body["messages"][-1]["content"].split("\n")[0]: (body["model"], body["seed"])
+        for body in server.requests
+    }
+    assert seeds == {
+        "step 0": ("a", 0),
+        "step 1": ("b", 0),
+        "step 2": ("a", 1),
+        "step 3": ("b", 1),
+        "step 4": ("a", 2),
+    }

@@ -21,6 +21,7 @@ from consortium.train.conductor_stages import (
 )
 from consortium.train.grpo import GRPOSettings, training_rows
 from consortium.train.workflow_sft import SHAPES, WarmStartSettings, example_workflow, sft_examples
+from consortium.train.workflow_validity import WorkflowShape, workflow_shape
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +40,16 @@ def test_every_example_workflow_parses_for_its_worker_count() -> None:
             assert {step.model for step in workflow.steps} <= set(roster)
             shapes_seen.add(len(workflow))
     assert shapes_seen == {len(shape.subtasks) for shape in SHAPES}
+
+
+def test_a_workflows_shape_counts_steps_distinct_workers_and_the_answering_one() -> None:
+    text = (
+        "model_id = [1, 0, 1]\nsubtasks = ['solve', 'check', 'final']\n"
+        "access_list = [[], [0], 'all']"
+    )
+    assert workflow_shape(text, ["gpt-4o", "gemini"]) == WorkflowShape(3, 2, "gemini")
+    one = "model_id = [0]\nsubtasks = ['answer']\naccess_list = [[]]"
+    assert workflow_shape(one, ["gpt-4o", "gemini"]) == WorkflowShape(1, 1, "gpt-4o")
 
 
 def test_sft_examples_follow_each_prompts_workers(
@@ -86,6 +97,7 @@ def test_staged_training_measures_each_stage_and_resumes(
         assert row["n"] == 3 and 0 <= row["valid"] <= 3
         assert row["valid"] + sum(row["errors"].values()) == 3
         assert len(row["samples"]) == 3
+        assert len(row["shapes"]) == row["valid"]
     losses = [json.loads(line) for line in (tmp_path / "warm-start" / "loss.jsonl").open()]
     assert [row["step"] for row in losses] == [1.0, 2.0]
     assert summary["warm_start_model"] == str(tmp_path / "warm-start")

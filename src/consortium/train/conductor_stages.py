@@ -160,5 +160,6 @@ def _validity_row(validity: Validity) -> dict[str, Any]:
         "rate": round(validity.rate, 4),
         "errors": validity.errors,
         "samples": validity.samples,
+        "shapes": {task: asdict(shape) for task, shape in validity.shapes.items()},
         "seconds": round(validity.seconds, 1),
     }

@@ -16,6 +16,15 @@ from consortium.core.quiet import quiet_transformers
 from consortium.pool.local import prompt_text
 
 
+@dataclass(frozen=True)
+class WorkflowShape:
+    steps: int
+    models: int
+    """Distinct workers called."""
+    last: str
+    """The worker of the last step, whose output is the workflow's answer."""
+
+
 @dataclass
 class Validity:
     n: int
@@ -24,11 +33,19 @@ class Validity:
     """Invalid completions by the parser's error class (e.g. `WorkflowSyntaxError`)."""
     samples: list[str] = field(default_factory=list)
     """The first few completions, as written."""
+    shapes: dict[str, WorkflowShape] = field(default_factory=dict)
+    """Each valid workflow's shape, by the prompt row's task id."""
     seconds: float = 0.0
 
     @property
     def rate(self) -> float:
         return self.valid / self.n if self.n else 0.0
+
+
+def workflow_shape(text: str, workers: Sequence[str], *, max_steps: int = 5) -> WorkflowShape:
+    """The shape of the workflow `text` writes for `workers`; the parser's error if invalid."""
+    models = [step.model for step in parse_workflow(text, workers, max_steps=max_steps).steps]
+    return WorkflowShape(len(models), len(set(models)), models[-1])
 
 
 def workflow_validity(
@@ -82,11 +99,12 @@ def workflow_validity(
             if len(result.samples) < keep_samples:
                 result.samples.append(text)
             try:
-                parse_workflow(text, json.loads(row["workers"]), max_steps=max_steps)
+                shape = workflow_shape(text, json.loads(row["workers"]), max_steps=max_steps)
             except WorkflowError as error:
                 errors[type(error).__name__] += 1
             else:
                 result.valid += 1
+                result.shapes[row["task_id"]] = shape
         if on_batch is not None:
             on_batch(len(batch))
     result.errors = dict(errors)

@@ -100,12 +100,24 @@ def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
     return group.exceptions[0]
 
 
+def _repeats(workflow: Workflow) -> list[int]:
+    """For each step, how many earlier steps call the same model."""
+    seen: dict[str, int] = {}
+    counts = []
+    for step in workflow.steps:
+        counts.append(seen.get(step.model, 0))
+        seen[step.model] = counts[-1] + 1
+    return counts
+
+
 class WorkflowExecutor:
     """Runs workflows through a task's caller (budget, cache, trace).
 
     `sequential=True` runs the steps one after another in list order (the paper's execution, and
-    the baseline of `bench/dag_efficiency.py`). `vary_seed` sends each step's index as the request
-    seed, so that repeated steps of one model are separate samples.
+    the baseline of `bench/dag_efficiency.py`). `vary_seed` sends, as the request seed, how many
+    earlier steps of the workflow went to the same model: repeated steps of one model are
+    separate samples (0, 1, 2 …), and each model's first step asks for its first sample, which is
+    what a recorded pool with one sample per model holds.
     """
 
     def __init__(
@@ -131,6 +143,7 @@ class WorkflowExecutor:
         recurse: Recurse | None = None,
     ) -> WorkflowRun:
         results: dict[int, asyncio.Task[StepResult]] = {}
+        repeats = _repeats(workflow)
 
         async def one(step: Step) -> StepResult:
             earlier = [await results[j] for j in step.visible]
@@ -144,7 +157,7 @@ class WorkflowExecutor:
                 return StepResult(step, inner.answer, started, time.perf_counter(), inner=inner)
             params: dict[str, Any] = dict(self.params)
             if self.vary_seed:
-                params.setdefault("seed", step.index)
+                params.setdefault("seed", repeats[step.index])
             completion = await caller.call(
                 step.model,
                 step_messages(step, earlier, question, attach_question=self.attach_question),
