@@ -77,3 +77,25 @@ def test_eight_writers_into_postgres(postgres_server: PostgresServer) -> None:
 @pytest.mark.slow
 def test_eight_writers_into_sqlite(tmp_path: Path) -> None:
     check_concurrent_writers(f"sqlite:///{tmp_path / 'writers.db'}")
+
+
+def open_store(url: str, start: Any, done: Any) -> None:
+    start.wait()
+    TraceStore(url).close()
+    done.put(True)
+
+
+@pytest.mark.parametrize("round_", range(3))
+def test_processes_opening_a_new_store_at_once_all_succeed(tmp_path: Path, round_: int) -> None:
+    # Each creates the missing tables; the losers of the check-then-create race must not fail
+    # ("table runs already exists": seen when Ray workers opened a new SQLite store together).
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    context = multiprocessing.get_context("spawn")
+    start, done = context.Barrier(WRITERS), context.Queue()
+    openers = [context.Process(target=open_store, args=(url, start, done)) for _ in range(WRITERS)]
+    for process in openers:
+        process.start()
+    for process in openers:
+        process.join(timeout=120)
+    assert [process.exitcode for process in openers] == [0] * WRITERS
+    assert done.qsize() == WRITERS

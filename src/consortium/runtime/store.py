@@ -36,6 +36,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError
 
 from consortium.core.errors import ConfigError
 from consortium.core.types import Message
@@ -191,10 +192,23 @@ class TraceStore:
             raise ConfigError(f"trace store URL {url!r}: {error}") from None
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
-        metadata.create_all(self.engine)
-        self._add_missing_columns()
-        for index in INDEXES:
-            index.create(self.engine, checkfirst=True)
+        self._create_schema()
+
+    def _create_schema(self, attempts: int = 5) -> None:
+        """Tables, newer columns and indexes, each created only where missing. Processes opening
+        a new store at once (Ray workers, parallel commands) race between the check and the
+        create: the loser's CREATE fails on what the winner just made; its next check sees it."""
+        for attempt in range(attempts):
+            try:
+                metadata.create_all(self.engine)
+                self._add_missing_columns()
+                for index in INDEXES:
+                    index.create(self.engine, checkfirst=True)
+                return
+            except DBAPIError:
+                if attempt == attempts - 1:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
 
     def _add_missing_columns(self) -> None:
         """Stores written by an earlier version lack newer nullable columns; add them."""
