@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 from selenium import webdriver
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
-from selenium.webdriver.support.ui import Select
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess, free_port
@@ -110,8 +111,14 @@ def test_run_page_shows_each_policys_choices(
     assert colours(driver.find_element(By.CSS_SELECTOR, "table.choices")) > 8
     vote = next(o.text for o in selector.options if o.text.startswith("workflow:vote"))
     selector.select_by_visible_text(vote)  # the form submits itself on change
-    selected = Select(driver.find_element(By.ID, "policy")).first_selected_option
-    assert selected.text == vote
+
+    def vote_page_shown(driver: WebDriver) -> bool:
+        # The new page loads after the change: until then the element is gone or stale.
+        return Select(driver.find_element(By.ID, "policy")).first_selected_option.text == vote
+
+    WebDriverWait(
+        driver, 30, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)
+    ).until(vote_page_shown)
     shares = driver.find_elements(By.CSS_SELECTOR, "table.choices tr .shares.chosen span")
     assert {s.get_attribute("data-role") for s in shares} == {"worker"}
     # The judge is the first model and votes too: half of the vote's calls are its.
