@@ -197,7 +197,9 @@ class TraceStore:
     def _create_schema(self, attempts: int = 5) -> None:
         """Tables, newer columns and indexes, each created only where missing. Processes opening
         a new store at once (Ray workers, parallel commands) race between the check and the
-        create: the loser's CREATE fails on what the winner just made; its next check sees it."""
+        create: the loser's CREATE fails on what the winner just made; its next check sees it.
+        The server is reached once first, so an unreachable one fails at once, not per attempt."""
+        self.engine.connect().close()
         for attempt in range(attempts):
             try:
                 metadata.create_all(self.engine)
