@@ -5,23 +5,21 @@ conductor_report.py --records)."""
 from __future__ import annotations
 
 import random
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from consortium.records import load_records
+from consortium.replay.data import ReplayData
 from consortium.tasks.base import Task
 
 
-def first_answers_right(folder: Path) -> tuple[dict[str, dict[str, bool]], str]:
-    """Per question, whether each model's first recorded sample is right; the data set's name."""
-    loaded = load_records(folder)
-    right: dict[str, dict[str, bool]] = defaultdict(dict)
-    for row in loaded.table.select(["question_id", "model", "sample", "correct"]).to_pylist():
-        if row["sample"] == 0:
-            right[row["question_id"]][row["model"]] = bool(row["correct"])
-    return dict(right), loaded.manifest.dataset
+def first_answers_right(data: ReplayData) -> dict[str, dict[str, bool]]:
+    """Per question, whether each model's first recorded sample is right (the replay's records)."""
+    return {
+        str(record.question_id): {model: got[0].correct for model, got in record.samples.items()}
+        for record in data.records
+        if record.samples is not None
+    }
 
 
 def models_on_every_question(right: dict[str, dict[str, bool]]) -> list[str]:

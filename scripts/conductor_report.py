@@ -39,6 +39,7 @@ from conductor_difficulty import (
     size_table,
 )
 from consortium.pool.config import PoolConfig
+from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
 from consortium.replay.records import load_records_replay
@@ -151,9 +152,8 @@ def llamacpp_workers(scratch: Path, max_tokens: int) -> Iterator[PoolConfig]:
 
 
 @contextmanager
-def records_workers(folder: Path, models: list[str]) -> Iterator[PoolConfig]:
+def records_workers(folder: Path, data: ReplayData, models: list[str]) -> Iterator[PoolConfig]:
     with ReplayServerProcess(None, records=[folder]) as server:
-        data = load_records_replay([folder])
         yield replay_pool(data, server.base_url, models=models, max_retries=0)
 
 
@@ -180,13 +180,15 @@ def local_setup(args: argparse.Namespace) -> Setup:
 
 def records_setup(args: argparse.Namespace) -> Setup:
     folder = Path(args.records)
-    right, dataset = first_answers_right(folder)
+    data = load_records_replay([folder])
+    dataset = data.records[0].dataset
+    right = first_answers_right(data)
     models = models_on_every_question(right)
     spec = f"records:path={folder}"
     test = load_task_set(f"{spec}:split=test")
     groups = easiest_and_hardest(test.tasks, right, models, args.held_out, args.seed)
     return Setup(
-        lambda scratch: records_workers(folder, models),
+        lambda scratch: records_workers(folder, data, models),
         load_task_set(f"{spec}:split=train:limit={args.train_questions}:seed={args.seed + 1}"),
         groups["easy"] + groups["hard"],
         {
