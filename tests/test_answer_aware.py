@@ -15,9 +15,10 @@ import pytest
 
 from consortium.coordinate import baselines
 from consortium.coordinate.answer_keys import agreement_for
-from consortium.coordinate.code_checks import CheckResult, check_all, docstring_examples
+from consortium.coordinate.code_checks import CheckResult, check_all
+from consortium.coordinate.docstring_examples import docstring_examples
 from consortium.coordinate.episodes import VERIFIER, WORKER, Episodes
-from consortium.coordinate.outcomes import NO_ANSWER, classes_of
+from consortium.coordinate.outcomes import NO_ANSWER, build_table, classes_of
 from consortium.coordinate.scorer import full_cascade_family
 from consortium.coordinate.selection import select_cheap
 from consortium.coordinate.tables import outcome_table
@@ -259,3 +260,28 @@ def test_a_missing_records_folder_is_one_line(
     assert done.returncode != 0
     assert "records folder not found" in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_example_filter_submits_the_first_checked_answer_and_pays_for_every_sample(
+    toy: Path,
+) -> None:
+    records = load_records(toy)
+    key, same = agreement_for("number")
+    # checks: cheap-a's first sample passes on even questions; on odd ones only strong's does
+    checks = {}
+    for q in range(60):
+        checks[(str(q), "cheap-a", 0)] = q % 2 == 0
+        checks[(str(q), "cheap-a", 1)] = False
+        checks[(str(q), "cheap-b", 0)] = False
+        checks[(str(q), "strong", 0)] = q % 2 == 1
+    table = build_table(records, key, same, checks)
+    even = np.array([int(q) % 2 == 0 for q in table.question_ids])
+    escalating = baselines.example_filter(table, [0, 2], 2)
+    assert escalating.correct.all()
+    assert np.allclose(escalating.cost[even], 0.001) and (escalating.calls[even] == 1).all()
+    assert np.allclose(escalating.cost[~even], 0.012) and (escalating.calls[~even] == 3).all()
+    alone = baselines.example_filter(table, [0], 2)
+    # nothing passes on odd questions: the first answer asked for, both samples paid
+    assert not alone.correct[~even].any() and np.allclose(alone.cost[~even], 0.002)
+    family = baselines.example_filter_family(table)
+    assert len(family) == (3 + 3 * 2) * len(baselines.EXAMPLE_FILTER_SAMPLES)

@@ -1,14 +1,16 @@
 """The fixed-rule baselines on an outcome table: each single model, self-consistency, majority
 over the k best models, the vote weighted by train accuracy, ModelSwitch's rule, the MoT-style
-cascade family, the oracle. Weights and orders come from the train split only."""
+cascade family, the example-filter family for programs, the oracle. Weights and orders come from
+the train split only."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import permutations
 
 import numpy as np
 
-from consortium.coordinate.outcomes import OutcomeTable
+from consortium.coordinate.outcomes import OutcomeTable, Sample
 from consortium.coordinate.runs import (
     Asked,
     PolicyRun,
@@ -134,6 +136,41 @@ def mot_family(table: OutcomeTable) -> list[PolicyRun]:
             for threshold in (0.6, 1.0):
                 runs.append(mot_cascade(table, cheap, int(strong), threshold))
     return runs
+
+
+EXAMPLE_FILTER_SAMPLES = (1, 3, 5, 10)
+"""How many recorded samples of each model the example filter may ask for."""
+
+
+def example_filter(table: OutcomeTable, order: Sequence[int], samples: int) -> PolicyRun:
+    """Ask the models in `order`, each for up to `samples` recorded samples, and submit the first
+    answer that passes its check (for programs: every docstring example, in the sandbox); when
+    none passes, submit the first answer asked for (no further call)."""
+    names = "→".join(table.models[m] for m in order)
+    run = new_run(f"example filter [{names}, ≤{samples} each]", table, "cascade")
+    run.params = {"order": [table.models[m] for m in order], "samples": samples}
+    for q in range(table.n_questions):
+        asked: Asked = []
+        answer: Sample | None = None
+        for m in order:
+            for k in range(min(len(table.samples[q][m]), samples)):
+                asked.append((m, k))
+                if table.samples[q][m][k].checked:
+                    answer = table.samples[q][m][k]
+                    break
+            if answer is not None:
+                break
+        if answer is None and asked:
+            answer = table.samples[q][asked[0][0]][asked[0][1]]
+        charge(run, table, q, asked, answer)
+    return run
+
+
+def example_filter_family(table: OutcomeTable) -> list[PolicyRun]:
+    """Every order of one or two models (of the 4 most accurate on train) × each sample limit."""
+    top = [int(m) for m in np.argsort(-train_accuracy(table), kind="stable")[:4]]
+    orders = [order for size in (1, 2) for order in permutations(top, size)]
+    return [example_filter(table, order, k) for order in orders for k in EXAMPLE_FILTER_SAMPLES]
 
 
 def oracle(table: OutcomeTable) -> PolicyRun:

@@ -13,11 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from consortium.coordinate.docstring_examples import docstring_examples, entry_point
 from consortium.sandbox.runner import Sandbox
 from consortium.tasks.code import extract_code
 
-_DOCTEST = re.compile(r"^\s*>>>\s*(.+?)\s*\n\s*([^\n>][^\n]*?)\s*$", re.MULTILINE)
-_ARROW = re.compile(r"^\s*([A-Za-z_]\w*\(.*\))\s*(?:==>|=>|➞|->|==|should return)\s*(.+?)\s*$")
 _MARK = "@@examples@@"
 
 
@@ -27,26 +26,6 @@ class CheckResult:
     """Every docstring example gave its documented value (False with no examples run)."""
     signature: str
     """What each example returned (or raised), as text: equal signatures agree."""
-
-
-def entry_point(prompt: str) -> str | None:
-    names = re.findall(r"^def\s+([A-Za-z_]\w*)\s*\(", prompt, re.MULTILINE)
-    return names[-1] if names else None
-
-
-def docstring_examples(prompt: str) -> list[tuple[str, str]]:
-    """(call, expected) pairs from the prompt: `>>> call` + result lines and `call ➞ result` lines
-    that call the task's own function."""
-    name = entry_point(prompt)
-    if name is None:
-        return []
-    found = [(call, expected) for call, expected in _DOCTEST.findall(prompt) if name in call]
-    if not found:
-        for line in prompt.splitlines():
-            match = _ARROW.match(line)
-            if match and match.group(1).startswith(name + "("):
-                found.append((match.group(1), match.group(2).rstrip(".,")))
-    return found
 
 
 def check_program(prompt: str, code: str) -> str:
@@ -91,7 +70,8 @@ def run_check(sandbox: Sandbox, prompt: str, code: str) -> CheckResult:
 
 
 def _digest(prompt: str, code: str) -> str:
-    return hashlib.sha256(f"{prompt}\x00{code}".encode()).hexdigest()
+    """Keyed by the program the sandbox runs, so a change in how examples are read is a miss."""
+    return hashlib.sha256(check_program(prompt, code).encode()).hexdigest()
 
 
 def check_all(

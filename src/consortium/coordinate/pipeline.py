@@ -64,10 +64,13 @@ def run_dataset(
         runs += router_runs(table, question_features)
     say("baselines done")
     floor = float(accuracy[best]) - TOLERANCE / 100
-    for family_name, family in (
+    families = [
         ("MoT cascade", baselines.mot_family(table)),
         ("FrugalGPT scorer cascade", frugal_family(table)),
-    ):
+    ]
+    if table.answer_kind == "code":  # the check is a run on the docstring's own examples
+        families.append(("example filter", baselines.example_filter_family(table)))
+    for family_name, family in families:
         result.frontier += family
         chosen = select_best(family, train, 0.0, cost_unit)
         chosen.note = f"{family_name}: train-selected for accuracy"
