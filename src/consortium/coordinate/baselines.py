@@ -152,13 +152,11 @@ def example_filter(table: OutcomeTable, order: Sequence[int], samples: int) -> P
     for q in range(table.n_questions):
         asked: Asked = []
         answer: Sample | None = None
-        for m in order:
-            for k in range(min(len(table.samples[q][m]), samples)):
-                asked.append((m, k))
-                if table.samples[q][m][k].checked:
-                    answer = table.samples[q][m][k]
-                    break
-            if answer is not None:
+        offered = [(m, k) for m in order for k in range(min(len(table.samples[q][m]), samples))]
+        for m, k in offered:
+            asked.append((m, k))
+            if table.samples[q][m][k].checked:
+                answer = table.samples[q][m][k]
                 break
         if answer is None and asked:
             answer = table.samples[q][asked[0][0]][asked[0][1]]

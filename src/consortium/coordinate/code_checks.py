@@ -59,19 +59,14 @@ print({_MARK!r} + _json.dumps(_results))
     return body + "\n" + runner
 
 
-def run_check(sandbox: Sandbox, prompt: str, code: str) -> CheckResult:
-    result = sandbox.run_python(check_program(prompt, code))
+def _run_check(sandbox: Sandbox, program: str) -> CheckResult:
+    result = sandbox.run_python(program)
     for line in reversed(result.stdout.splitlines()):
         if line.startswith(_MARK):
             outcomes = json.loads(line[len(_MARK) :])
             passed = bool(outcomes) and all(ok for _, ok in outcomes)
             return CheckResult(passed, json.dumps([got for got, _ in outcomes]))
     return CheckResult(False, "<failed to run>")
-
-
-def _digest(prompt: str, code: str) -> str:
-    """Keyed by the program the sandbox runs, so a change in how examples are read is a miss."""
-    return hashlib.sha256(check_program(prompt, code).encode()).hexdigest()
 
 
 def check_all(
@@ -86,17 +81,22 @@ def check_all(
     if cache is not None and cache.is_file():
         stored = json.loads(cache.read_text(encoding="utf-8"))
     unique = {(prompt, extract_code(response)) for prompt, response in pairs}
-    todo = [pair for pair in unique if _digest(*pair) not in stored]
+    # keyed by the program the sandbox runs, so a change in how examples are read is a miss
+    programs = {pair: check_program(*pair) for pair in unique}
+    digests = {
+        pair: hashlib.sha256(program.encode()).hexdigest() for pair, program in programs.items()
+    }
+    todo = [pair for pair in unique if digests[pair] not in stored]
     sandbox = Sandbox()
     done = 0
 
     def one(pair: tuple[str, str]) -> tuple[str, CheckResult]:
         nonlocal done
-        checked = run_check(sandbox, *pair)
+        checked = _run_check(sandbox, programs[pair])
         done += 1
         if progress is not None and (done % 100 == 0 or done == len(todo)):
             progress(done, len(todo))
-        return _digest(*pair), checked
+        return digests[pair], checked
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for digest, checked in pool.map(one, todo):
@@ -105,6 +105,6 @@ def check_all(
         cache.parent.mkdir(parents=True, exist_ok=True)
         cache.write_text(json.dumps(stored), encoding="utf-8")
     return {
-        pair: CheckResult(bool(stored[_digest(*pair)][0]), str(stored[_digest(*pair)][1]))
+        pair: CheckResult(bool(stored[digests[pair]][0]), str(stored[digests[pair]][1]))
         for pair in unique
     }

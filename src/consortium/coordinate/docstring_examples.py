@@ -25,6 +25,8 @@ _INPUT_OUTPUT = re.compile(
     r"^\s*Input\s*:(.*?)^\s*Output\s*:\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE | re.DOTALL
 )
 _NAMED_LINE = re.compile(r"^\s*([A-Za-z_]\w*)\s*:\s*(.+?)\s*$")
+_NOT_A_LITERAL = (ValueError, SyntaxError, TypeError, MemoryError, RecursionError)
+"""What ast.literal_eval raises on text or a node that is not a literal."""
 
 
 def entry_point(prompt: str) -> str | None:
@@ -160,7 +162,7 @@ def _literal(text: str) -> str | None:
         candidate = {"true": "True", "false": "False"}.get(candidate, candidate)
         try:
             ast.literal_eval(candidate)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        except _NOT_A_LITERAL:
             continue
         return candidate
     return None
@@ -169,6 +171,6 @@ def _literal(text: str) -> str | None:
 def _is_literal(node: ast.expr) -> bool:
     try:
         ast.literal_eval(node)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+    except _NOT_A_LITERAL:
         return False
     return True
