@@ -13,9 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from consortium.coordinate.docstring_examples import docstring_examples, entry_point
+from consortium.coordinate.docstring_examples import docstring_examples
 from consortium.sandbox.runner import Sandbox
-from consortium.tasks.code import extract_code
+from consortium.tasks.code import entry_point, extract_code
 
 _MARK = "@@examples@@"
 

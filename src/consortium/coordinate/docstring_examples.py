@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 import re
 
+from consortium.tasks.code import entry_point
+
 _DOCTEST = re.compile(r"^\s*>>>\s*(.+?)\s*\n\s*([^\n>][^\n]*?)\s*$", re.MULTILINE)
 _SEPARATOR = re.compile(
     r"^\s*(?:#\s*)?(?:==>|=>|➞|->|→|==|=|returns|should return|should be|is)\s*(.+?)\s*$"
@@ -27,12 +29,6 @@ _INPUT_OUTPUT = re.compile(
 _NAMED_LINE = re.compile(r"^\s*([A-Za-z_]\w*)\s*:\s*(.+?)\s*$")
 _NOT_A_LITERAL = (ValueError, SyntaxError, TypeError, MemoryError, RecursionError)
 """What ast.literal_eval raises on text or a node that is not a literal."""
-
-
-def entry_point(prompt: str) -> str | None:
-    """The task's function: the last one the prompt defines."""
-    names = re.findall(r"^def\s+([A-Za-z_]\w*)\s*\(", prompt, re.MULTILINE)
-    return names[-1] if names else None
 
 
 def docstring_examples(prompt: str) -> list[tuple[str, str]]:

@@ -5,7 +5,6 @@ the grader of its answer kind. The `records:` kind of `--tasks`:
 from __future__ import annotations
 
 import random
-import re
 from typing import Any
 
 from consortium.core.errors import TaskSpecError
@@ -15,19 +14,18 @@ from consortium.records.schema import AnswerKind
 from consortium.records.split import split_of
 from consortium.records.store import load_records
 from consortium.tasks.base import Grade, Task, TaskSet
+from consortium.tasks.code import entry_point
 from consortium.tasks.spec import TaskSpec
-
-_DEF = re.compile(r"^def\s+([A-Za-z_]\w*)\s*\(", re.MULTILINE)
 
 
 def _code_meta(question: str, reference: str) -> dict[str, Any]:
-    names = _DEF.findall(question)
-    if "def check(" in reference and names:
+    function = entry_point(question)
+    if "def check(" in reference and function is not None:
         return {
             "format": "humaneval",
             "prompt": question,
             "test": reference,
-            "entry_point": names[-1],
+            "entry_point": function,
         }
     return {"format": "mbpp", "test_list": reference.splitlines(), "test_setup_code": ""}
 

@@ -13,6 +13,15 @@ from consortium.tasks.base import Grade, Task
 _FENCE = re.compile(r"```(?:python|py|Python)?[ \t]*\n(.*?)```", re.DOTALL)
 
 
+_DEF = re.compile(r"^def\s+([A-Za-z_]\w*)\s*\(", re.MULTILINE)
+
+
+def entry_point(prompt: str) -> str | None:
+    """A code task's function: the last one its prompt defines (None: a task in words)."""
+    names = _DEF.findall(prompt)
+    return names[-1] if names else None
+
+
 def extract_code(answer: str) -> str:
     """The code in an answer: the longest fenced block, else the whole text."""
     blocks = _FENCE.findall(answer)

@@ -10,6 +10,7 @@ from pathlib import Path
 from consortium.records.errors import RecordsError
 from consortium.records.importers.base import SourceImport, SourceOutput
 from consortium.records.schema import SourceFile
+from consortium.tasks.code import entry_point
 
 _HEADER_MODEL = re.compile(r"^Model:\s*(.+?)(?:<br\s*/>)?\s*$", re.MULTILINE)
 _SECTION = re.compile(r"^## (Prompt|Correct solution|Unit tests|Runs)\s*$", re.MULTILINE)
@@ -19,7 +20,6 @@ _RUN = re.compile(r"^### (?:✅|❌) Run (\d+)\s*$", re.MULTILINE)
 _DURATION = re.compile(r"^Duration:\s*([\d.]+)s", re.MULTILINE)
 _COMPLETION = re.compile(r"^Completion tokens:\s*(\d+)", re.MULTILINE)
 _RESULT = re.compile(r"^Result:\s*(Pass|Fail)", re.MULTILINE)
-_DEF = re.compile(r"^def\s+([A-Za-z_]\w*)\s*\(", re.MULTILINE)
 
 
 def _sections(text: str, path: Path) -> dict[str, str]:
@@ -59,12 +59,12 @@ def read_task(path: Path, model: str | None) -> list[SourceOutput]:
     sections = _sections(text, path)
     prompt = _block(sections["Prompt"], path, "## Prompt")
     tests = _block(sections["Unit tests"], path, "## Unit tests")
-    names = _DEF.findall(prompt)
-    if not names:
+    function = entry_point(prompt)
+    if function is None:
         raise RecordsError(f"{path}: no function in the prompt")
     name = model or (_HEADER_MODEL.search(text) or [None, path.parent.name])[1]
     prompt_tokens = _PROMPT_TOKENS.search(sections["Prompt"])
-    task = {"format": "humaneval", "prompt": prompt + "\n", "test": tests, "entry_point": names[-1]}
+    task = {"format": "humaneval", "prompt": prompt + "\n", "test": tests, "entry_point": function}
     runs = list(_RUN.finditer(sections["Runs"]))
     outputs = []
     for i, run in enumerate(runs):
