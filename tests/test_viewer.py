@@ -173,7 +173,7 @@ def test_task_pages_show_transcripts_grades_and_workflows(
             answer = turn.find_element(By.CSS_SELECTOR, "pre.answer").text
             assert answer.strip() == str(call["response"]).strip()
         returned = section.find_elements(By.CSS_SELECTOR, ".turn.returned")
-        assert len(returned) >= 1 and all(
+        assert len(returned) == 1 and all(
             r.find_element(By.CSS_SELECTOR, "pre.answer").text.strip()
             == (result["answer"] or "").strip()
             for r in returned
@@ -322,3 +322,38 @@ async def test_a_run_without_results_lists_its_tasks_as_called(
         task = client.get(f"/runs/{run.run_id}/tasks/{tasks[0].id}")
         assert task.status_code == 200 and "no graded result" in task.text
         assert task.text.count("<div class='turn") == 1
+
+
+def test_a_judge_repeating_a_voters_reply_is_not_marked_as_returning_it() -> None:
+    """The store keeps the answer's text, not the call it came from: when a later call repeats
+    it (a judge replayed with its own voter reply), the first call with that text is marked."""
+    import re
+
+    from consortium.viewer.html import Palette
+    from consortium.viewer.transcript import policy_section
+
+    def call(model: str, response: str, turn: int) -> dict[str, object]:
+        return {
+            "model": model,
+            "role": "worker",
+            "turn": turn,
+            "response": response,
+            "verdict": None,
+            "prompt_tokens": 5,
+            "completion_tokens": 5,
+            "cost": 0.0,
+            "latency": 0.01,
+            "cached": False,
+            "fallback_from": None,
+            "error": None,
+            "messages": "[]",
+        }
+
+    calls = [call("a", "The answer is 4.", 0), call("b", "The answer is 5.", 1)]
+    calls.append(call("a", "The answer is 4.", 2))  # the judge, same model, same recorded reply
+    result = {"answer": "The answer is 4.", "correct": True, "reference": "4", "detail": "ok"}
+    result |= {"error": None, "cost": 0.0, "calls": 3, "score": 1.0, "dataset": "t", "tokens": 30}
+    html = policy_section("workflow:vote", calls, result, Palette(["a", "b"]))
+    turns = html.split("<div class='turn")[1:]
+    assert [bool(re.search("returned as the answer", t)) for t in turns] == [True, False, False]
+    assert [t.startswith(" returned'") for t in turns] == [True, False, False]

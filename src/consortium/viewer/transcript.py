@@ -34,11 +34,16 @@ def _saw(call: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-def _returned(call: dict[str, Any], answer: str | None) -> bool:
-    return answer is not None and (call["response"] or "") == answer
+def _returning_call(calls: Sequence[dict[str, Any]], answer: str | None) -> int | None:
+    """The index of the call whose reply was returned: the first with the answer's text (the
+    store keeps the answer's text, not its call; a later call that repeats the text, such as a
+    judge replayed with a voter's recorded reply, did not originate it)."""
+    if answer is None:
+        return None
+    return next((i for i, call in enumerate(calls) if (call["response"] or "") == answer), None)
 
 
-def turn_html(number: int, call: dict[str, Any], palette: Palette, answer: str | None) -> str:
+def turn_html(number: int, call: dict[str, Any], palette: Palette, returned: bool) -> str:
     role = call["role"] or "worker"
     response = call["response"] or ""
     facts = [
@@ -50,7 +55,6 @@ def turn_html(number: int, call: dict[str, Any], palette: Palette, answer: str |
         "cached" if call["cached"] else "",
         f"stands in for {escape(call['fallback_from'])}" if call.get("fallback_from") else "",
     ]
-    returned = _returned(call, answer)
     badge = " · <b class='ok'>returned as the answer</b>" if returned else ""
     error = f"<p class='bad'>error: {escape(call['error'])}</p>" if call["error"] else ""
     answers = role.split("@")[0] in ANSWERING
@@ -111,7 +115,10 @@ def policy_section(
             + dag_svg(w, palette)
             for w in workflows
         )
-    turns = "".join(turn_html(i, call, palette, answer) for i, call in enumerate(calls, 1))
+    returning = _returning_call(calls, answer)
+    turns = "".join(
+        turn_html(i, call, palette, i - 1 == returning) for i, call in enumerate(calls, 1)
+    )
     return (
         f"<section class='policy' data-policy='{escape(policy)}'><h2>{escape(policy)}</h2>"
         f"{grade_html(result)}{drawn}<div class='transcript'>{turns}</div></section>"
