@@ -19,6 +19,7 @@ from consortium.coordinate.code_checks import CheckResult, check_all
 from consortium.coordinate.docstring_examples import docstring_examples
 from consortium.coordinate.episodes import VERIFIER, WORKER, Episodes
 from consortium.coordinate.outcomes import NO_ANSWER, build_table, classes_of
+from consortium.coordinate.runs import train_accuracy, vote
 from consortium.coordinate.scorer import full_cascade_family
 from consortium.coordinate.selection import select_cheap
 from consortium.coordinate.tables import outcome_table
@@ -89,6 +90,36 @@ def toy(tmp_path: Path) -> Path:
     folder = tmp_path / "toy"
     write_records(folder, _manifest("toy"), toy_rows())
     return folder
+
+
+def test_filter_and_cluster_submits_the_largest_passing_cluster(tmp_path: Path) -> None:
+    """cheap-a's six samples: on odd questions a wrong program that passes its examples first,
+    then two right ones (pass), then three alike that fail. The example filter takes the first
+    passing one, the plain vote the failing majority; filter-and-cluster the passing majority."""
+    rows, checks = [], {}
+    for q in range(60):
+        gold = str(q)
+        first = gold if q % 2 == 0 else str(q + 1000)
+        answers = [first, gold, gold, "-1", "-1", "-1"]
+        for k, answer in enumerate(answers):
+            rows.append(_row(q, "cheap-a", k, answer, gold))
+            checks[(str(q), "cheap-a", k)] = k < 3
+    folder = tmp_path / "clusters"
+    write_records(folder, _manifest("clusters"), rows)
+    key, same = agreement_for("number")
+    table = build_table(load_records(folder), key, same, checks)
+    odd = np.array([int(q) % 2 == 1 for q in table.question_ids])
+    clustered = baselines.filter_and_cluster(table, [0], 6)
+    assert clustered.correct.all()
+    assert (clustered.calls == 6).all() and np.allclose(clustered.cost, 0.006)
+    assert not baselines.example_filter(table, [0], 6).correct[odd].any()
+    weights = train_accuracy(table)
+    for q in np.flatnonzero(odd):
+        plain = vote(table, int(q), [(0, k) for k in range(6)], weights)
+        assert plain is not None and not plain.correct
+    family = baselines.filter_and_cluster_family(table)
+    # 7 sets of models × the limits 3, 5 and 10 clipped to the 6 samples recorded
+    assert len(family) == 7 * 3 and {run.params["samples"] for run in family} == {3, 5, 6}
 
 
 def test_latex_answers_agree_by_value_and_missing_answers_do_not() -> None:

@@ -1,12 +1,12 @@
 """The fixed-rule baselines on an outcome table: each single model, self-consistency, majority
 over the k best models, the vote weighted by train accuracy, ModelSwitch's rule, the MoT-style
-cascade family, the example-filter family for programs, the oracle. Weights and orders come from
-the train split only."""
+cascade family, the example-filter and filter-and-cluster families for programs, the oracle.
+Weights and orders come from the train split only."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import permutations
+from itertools import combinations, permutations
 
 import numpy as np
 
@@ -169,6 +169,38 @@ def example_filter_family(table: OutcomeTable) -> list[PolicyRun]:
     top = [int(m) for m in np.argsort(-train_accuracy(table), kind="stable")[:4]]
     orders = [order for size in (1, 2) for order in permutations(top, size)]
     return [example_filter(table, order, k) for order in orders for k in EXAMPLE_FILTER_SAMPLES]
+
+
+CLUSTER_SAMPLES = (3, 5, 10)
+"""How many recorded samples of each model filter-and-cluster asks for."""
+
+
+def filter_and_cluster(table: OutcomeTable, models: Sequence[int], samples: int) -> PolicyRun:
+    """AlphaCode's selection: ask each model for up to `samples` recorded samples, keep the
+    programs that pass their docstring examples, and submit from the largest behaviour cluster
+    (agreement on the examples and the probe calls; each model's votes weighted by its train
+    accuracy, as in the weighted vote). When none passes, the same vote over every program."""
+    names = "+".join(table.models[m] for m in models)
+    run = new_run(f"filter and cluster [{names}, ≤{samples} each]", table, "vote")
+    run.params = {"models": [table.models[m] for m in models], "samples": samples}
+    weights = train_accuracy(table)
+    for q in range(table.n_questions):
+        asked: Asked = [
+            (m, k) for m in models for k in range(min(len(table.samples[q][m]), samples))
+        ]
+        passing = [(m, k) for m, k in asked if table.samples[q][m][k].checked]
+        charge(run, table, q, asked, vote(table, q, passing or asked, weights))
+    return run
+
+
+def filter_and_cluster_family(table: OutcomeTable) -> list[PolicyRun]:
+    """Every set of one to three of the 3 most accurate models (train) × each sample limit (limits
+    above the most samples any model has collapse into one)."""
+    top = [int(m) for m in np.argsort(-train_accuracy(table), kind="stable")[:3]]
+    sets = [list(chosen) for size in (1, 2, 3) for chosen in combinations(top, size)]
+    most = max(len(answers) for row in table.samples for answers in row)
+    limits = sorted({min(k, most) for k in CLUSTER_SAMPLES})
+    return [filter_and_cluster(table, models, k) for models in sets for k in limits]
 
 
 def oracle(table: OutcomeTable) -> PolicyRun:

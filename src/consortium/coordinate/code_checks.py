@@ -1,7 +1,7 @@
 """The code Verifier's check and the code answers' agreement: run a candidate program on the
 examples written in its task's docstring (never the hidden tests) in the sandbox. A program passes
-when every example gives the documented value; its behaviour signature (what each example
-returned) decides which programs agree."""
+when every example gives the documented value; its behaviour signature (what each example and
+each probe call returned, consortium.coordinate.probes) decides which programs agree."""
 
 from __future__ import annotations
 
@@ -12,12 +12,19 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from consortium.coordinate.docstring_examples import docstring_examples
+from consortium.coordinate.probes import probe_calls
 from consortium.sandbox.runner import Sandbox
 from consortium.tasks.code import entry_point, extract_code
 
 _MARK = "@@examples@@"
+_PROBE_MARK = "@@probes@@"
+PROBE_CPU_SECONDS = 0.5
+"""CPU time one probe call may take before it counts as `<TimeoutError>`."""
+PROBES_CPU_SECONDS = 3.0
+"""CPU time all probes of a program may take; later probes count as `<skipped>`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,12 +32,13 @@ class CheckResult:
     passed: bool
     """Every docstring example gave its documented value (False with no examples run)."""
     signature: str
-    """What each example returned (or raised), as text: equal signatures agree."""
+    """What each example and probe returned (or raised), as text: equal signatures agree."""
 
 
 def check_program(prompt: str, code: str) -> str:
     """The program the sandbox runs: the candidate (with the prompt's imports, or the prompt plus
-    the completion), then each example, printing what it returned and whether it matched."""
+    the completion), then each example, printing what it returned and whether it matched, then
+    each probe call (each with a CPU-time limit), printing what it returned."""
     name = entry_point(prompt)
     if name is None:  # a task in words (MBPP style): the program alone, with no example to run
         body = code
@@ -40,8 +48,13 @@ def check_program(prompt: str, code: str) -> str:
     else:
         body = prompt + code
     examples = json.dumps(docstring_examples(prompt))
+    probes = json.dumps(probe_calls(prompt))
+    # The examples' line is printed before any probe runs, so a probe that hangs or crashes the
+    # interpreter costs the probes' part of the signature only, never the check.
     runner = f"""
 import json as _json
+import signal as _signal
+import time as _time
 _results = []
 for _call, _expected in _json.loads({examples!r}):
     try:
@@ -54,19 +67,51 @@ for _call, _expected in _json.loads({examples!r}):
     except Exception:
         _ok = False
     _results.append([repr(_got)[:200], _ok])
-print({_MARK!r} + _json.dumps(_results))
+print({_MARK!r} + _json.dumps(_results), flush=True)
+
+def _out_of_time(*_):
+    raise TimeoutError()
+
+_signal.signal(_signal.SIGPROF, _out_of_time)
+_probed = []
+_start = _time.process_time()
+for _call in _json.loads({probes!r}):
+    if _time.process_time() - _start > {PROBES_CPU_SECONDS!r}:
+        _probed.append("<skipped>")
+        continue
+    _signal.setitimer(_signal.ITIMER_PROF, {PROBE_CPU_SECONDS!r})
+    try:
+        _probed.append(repr(eval(_call))[:200])
+    except BaseException as _error:
+        _probed.append("<" + type(_error).__name__ + ">")
+    finally:
+        _signal.setitimer(_signal.ITIMER_PROF, 0)
+print({_PROBE_MARK!r} + _json.dumps(_probed))
 """
     return body + "\n" + runner
 
 
 def _run_check(sandbox: Sandbox, program: str) -> CheckResult:
-    result = sandbox.run_python(program)
-    for line in reversed(result.stdout.splitlines()):
-        if line.startswith(_MARK):
-            outcomes = json.loads(line[len(_MARK) :])
-            passed = bool(outcomes) and all(ok for _, ok in outcomes)
-            return CheckResult(passed, json.dumps([got for got, _ in outcomes]))
-    return CheckResult(False, "<failed to run>")
+    lines = sandbox.run_python(program).stdout.splitlines()
+    examples = _marked(lines, _MARK)
+    if examples is None:
+        return CheckResult(False, "<failed to run>")
+    probed = _marked(lines, _PROBE_MARK)
+    signature = [got for got, _ in examples]
+    if probed is not None:
+        signature += probed
+    elif signature:
+        signature.append("<probes failed>")
+    passed = bool(examples) and all(ok for _, ok in examples)
+    return CheckResult(passed, json.dumps(signature))
+
+
+def _marked(lines: list[str], mark: str) -> list[Any] | None:
+    for line in reversed(lines):
+        if line.startswith(mark):
+            found: list[Any] = json.loads(line[len(mark) :])
+            return found
+    return None
 
 
 def check_all(

@@ -70,6 +70,7 @@ def run_dataset(
     ]
     if table.answer_kind == "code":  # the check is a run on the docstring's own examples
         families.append(("example filter", baselines.example_filter_family(table)))
+        families.append(("filter and cluster", baselines.filter_and_cluster_family(table)))
     for family_name, family in families:
         result.frontier += family
         chosen = select_best(family, train, 0.0, cost_unit)

@@ -1,0 +1,72 @@
+"""Probe calls (consortium.coordinate.probes): an example's call with one literal argument varied,
+and the behaviour they add to a program's signature in the real sandbox, where one probe that
+never returns costs its own entry only."""
+
+from __future__ import annotations
+
+import json
+
+from consortium.coordinate.code_checks import check_all
+from consortium.coordinate.probes import probe_calls
+
+SMALL = '''def is_small(n):
+    """Whether n is below 10.
+    >>> is_small(3)
+    True
+    """
+'''
+
+TWO_ARGUMENTS = '''def repeat(text, times):
+    """
+    repeat("ab", 2) ➞ "abab"
+    """
+'''
+
+DESCRIBED = '''def shift(xs, k):
+    """
+    For xs = [1, 2], k = 1 the output should be [2, 1]
+    """
+'''
+
+
+def test_each_probe_varies_one_argument_of_an_example_and_keeps_its_type() -> None:
+    assert probe_calls(SMALL) == [
+        "is_small(4)",
+        "is_small(2)",
+        "is_small(0)",
+        "is_small(-3)",
+        "is_small(7)",
+        "is_small(1)",
+    ]
+    probes = probe_calls(TWO_ARGUMENTS)
+    assert "repeat('', 2)" in probes and "repeat('ba', 2)" in probes
+    assert "repeat('ab', 3)" in probes and "repeat('ab', 0)" in probes
+    # one argument at a time: the other keeps the example's value
+    assert all(call.endswith(", 2)") or call.startswith("repeat('ab', ") for call in probes)
+    assert "repeat('ab', 2)" not in probes  # the example's own call is not a probe
+    assert len(probe_calls(TWO_ARGUMENTS, limit=3)) == 3
+
+
+def test_keyword_examples_are_varied_by_keyword_and_prose_gives_no_probe() -> None:
+    probes = probe_calls(DESCRIBED)
+    assert "shift(xs=[], k=1)" in probes and "shift(xs=[1, 2], k=2)" in probes
+    assert probe_calls("Write a function that shifts a list.") == []
+    assert probe_calls('def f(x):\n    """Returns x doubled."""\n') == []
+
+
+def test_programs_passing_the_examples_are_told_apart_by_the_probes() -> None:
+    right = "def is_small(n):\n    return n < 10\n"
+    narrow = "def is_small(n):\n    return n <= 3\n"
+    results = check_all([(SMALL, right), (SMALL, narrow)])
+    assert results[(SMALL, right)].passed and results[(SMALL, narrow)].passed
+    assert results[(SMALL, right)].signature != results[(SMALL, narrow)].signature
+    assert json.loads(results[(SMALL, right)].signature) == ["True"] * 7
+
+
+def test_a_probe_that_never_returns_keeps_the_examples_verdict() -> None:
+    spinning = "def is_small(n):\n    while n != 3:\n        pass\n    return True\n"
+    result = check_all([(SMALL, spinning)])[(SMALL, spinning)]
+    assert result.passed  # the example itself returns at once
+    signature = json.loads(result.signature)
+    assert signature[0] == "True"
+    assert set(signature[1:]) <= {"<TimeoutError>", "<skipped>"} and len(signature) == 7
