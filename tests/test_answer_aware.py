@@ -18,7 +18,7 @@ from consortium.coordinate.answer_keys import agreement_for
 from consortium.coordinate.code_checks import CheckResult, check_all
 from consortium.coordinate.docstring_examples import docstring_examples
 from consortium.coordinate.episodes import VERIFIER, WORKER, Episodes
-from consortium.coordinate.outcomes import NO_ANSWER, build_table, classes_of
+from consortium.coordinate.outcomes import NO_ANSWER, OutcomeTable, build_table, classes_of
 from consortium.coordinate.runs import train_accuracy, vote
 from consortium.coordinate.scorer import full_cascade_family
 from consortium.coordinate.selection import select_cheap
@@ -92,10 +92,10 @@ def toy(tmp_path: Path) -> Path:
     return folder
 
 
-def test_filter_and_cluster_submits_the_largest_passing_cluster(tmp_path: Path) -> None:
+@pytest.fixture()
+def clusters(tmp_path: Path) -> OutcomeTable:
     """cheap-a's six samples: on odd questions a wrong program that passes its examples first,
-    then two right ones (pass), then three alike that fail. The example filter takes the first
-    passing one, the plain vote the failing majority; filter-and-cluster the passing majority."""
+    then two right ones (pass), then three alike that fail; on even ones the first is right."""
     rows, checks = [], {}
     for q in range(60):
         gold = str(q)
@@ -107,7 +107,13 @@ def test_filter_and_cluster_submits_the_largest_passing_cluster(tmp_path: Path) 
     folder = tmp_path / "clusters"
     write_records(folder, _manifest("clusters"), rows)
     key, same = agreement_for("number")
-    table = build_table(load_records(folder), key, same, checks)
+    return build_table(load_records(folder), key, same, checks)
+
+
+def test_filter_and_cluster_submits_the_largest_passing_cluster(clusters: OutcomeTable) -> None:
+    """The example filter takes the first passing answer, the plain vote the failing majority;
+    filter-and-cluster the passing majority."""
+    table = clusters
     odd = np.array([int(q) % 2 == 1 for q in table.question_ids])
     clustered = baselines.filter_and_cluster(table, [0], 6)
     assert clustered.correct.all()
@@ -120,6 +126,16 @@ def test_filter_and_cluster_submits_the_largest_passing_cluster(tmp_path: Path) 
     family = baselines.filter_and_cluster_family(table)
     # 7 sets of models × the limits 3, 5 and 10 clipped to the 6 samples recorded
     assert len(family) == 7 * 3 and {run.params["samples"] for run in family} == {3, 5, 6}
+
+
+def test_the_answer_rule_prefers_answers_that_pass_their_check(clusters: OutcomeTable) -> None:
+    episodes = Episodes(clusters)
+    t = episodes.start(clusters.question_ids.index("1"))
+    for _ in range(5):  # samples 0-4: wrong (passes), right, right (pass), -1, -1 (fail)
+        episodes.step(t, 0, WORKER)
+    current = t.current()
+    # -1 and the right answer have two votes each; only the right one passes its check
+    assert current is not None and current.checked and episodes.correct(t)
 
 
 def test_latex_answers_agree_by_value_and_missing_answers_do_not() -> None:

@@ -5,6 +5,7 @@ never returns costs its own entry only."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from consortium.coordinate.code_checks import check_all
 from consortium.coordinate.probes import probe_calls
@@ -70,3 +71,24 @@ def test_a_probe_that_never_returns_keeps_the_examples_verdict() -> None:
     signature = json.loads(result.signature)
     assert signature[0] == "True"
     assert set(signature[1:]) <= {"<TimeoutError>", "<skipped>"} and len(signature) == 7
+
+
+def test_the_check_cache_serves_a_second_run_and_keeps_only_current_programs(
+    tmp_path: Path,
+) -> None:
+    cache = tmp_path / "checks.json"
+    right = "def is_small(n):\n    return n < 10\n"
+    narrow = "def is_small(n):\n    return n <= 3\n"
+    first = check_all([(SMALL, right), (SMALL, narrow)], cache)
+    assert len(json.loads(cache.read_text())) == 2
+    # a second run reads its verdicts from the cache: marked failed there, failed it is
+    stored = {
+        digest: [False, signature]
+        for digest, (_, signature) in json.loads(cache.read_text()).items()
+    }
+    cache.write_text(json.dumps(stored))
+    again = check_all([(SMALL, right)], cache)
+    assert not again[(SMALL, right)].passed and first[(SMALL, right)].passed
+    other = "def is_small(n):\n    return abs(n) < 10\n"
+    check_all([(SMALL, right), (SMALL, other)], cache)
+    assert len(json.loads(cache.read_text())) == 2  # the narrow program's entry is gone

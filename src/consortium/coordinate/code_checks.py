@@ -121,7 +121,8 @@ def check_all(
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[tuple[str, str], CheckResult]:
     """Check every (prompt, response) pair once; results are cached by content in `cache` (a JSON
-    file), so a second run of a report spends no sandbox time."""
+    file), so a second run of a report spends no sandbox time. A write keeps this call's programs
+    only, so programs no longer built (an older parser's) do not pile up."""
     stored: dict[str, list[object]] = {}
     if cache is not None and cache.is_file():
         stored = json.loads(cache.read_text(encoding="utf-8"))
@@ -148,7 +149,8 @@ def check_all(
             stored[digest] = [checked.passed, checked.signature]
     if cache is not None and todo:
         cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_text(json.dumps(stored), encoding="utf-8")
+        kept = {digest: stored[digest] for digest in sorted(set(digests.values()))}
+        cache.write_text(json.dumps(kept), encoding="utf-8")
     return {
         pair: CheckResult(bool(stored[digests[pair]][0]), str(stored[digests[pair]][1]))
         for pair in unique

@@ -8,9 +8,11 @@ Each turn the head reads the transcript's features and picks a model and a role:
   its docstring examples in the sandbox (no model call, no $) and ACCEPTs when they pass.
 - Thinker: no replay simulation exists; it is left out of the action space.
 The run stops at ACCEPT or after `max_turns`. Answer rule (declared): the current answer is the
-most common answer among the Worker answers so far (ties: the most recent); the final answer is
-the current answer when the run stops. Every turn is charged its sample's recorded $ and tokens,
-rejected ones included. A model with no sample left cannot be picked (masked)."""
+most common answer among the Worker answers so far that pass their check (for code: the
+docstring examples; otherwise: an answer is present), or among all answers when none passes
+(ties: the most recent); the final answer is the current answer when the run stops. Every turn
+is charged its sample's recorded $ and tokens, rejected ones included. A model with no sample
+left cannot be picked (masked)."""
 
 from __future__ import annotations
 
@@ -43,6 +45,8 @@ class Transcript:
         answered = [(i, s) for i, (_, s) in enumerate(self.workers) if s.answer_class != NO_ANSWER]
         if not answered:
             return None
+        # a program that fails its docstring examples is not submitted while one that passes is
+        answered = [(i, s) for i, s in answered if s.checked] or answered
         counts: dict[int, int] = {}
         latest: dict[int, int] = {}
         for i, s in answered:

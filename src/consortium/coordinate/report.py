@@ -16,18 +16,20 @@ from consortium.coordinate.selection import TOLERANCE, paired_bootstrap
 
 DECLARED = (
     "Pool: replay of recorded outputs of real models (records folders, consortium.records), "
-    "simulated in process. Roles on replay are declared simulations: a Worker gives the model's "
-    "next recorded sample; a Verifier re-solves (its next recorded sample) and ACCEPTs exactly "
-    "when its answer agrees with the current one; for code it runs the current program on its "
-    "docstring examples in the sandbox (never the hidden tests), with no model call. Programs "
-    "agree when they return the same on those examples and on probe calls made from them (one "
-    "literal argument varied; consortium.coordinate.probes). Thinker has "
-    "no replay simulation and is not in the action space. Answer rule: the most common Worker "
-    "answer (ties: the latest). Head features: declared structured transcript features only "
-    "(agreement counts, answer present, check passed, turn, per-model answered/agrees/left); no "
-    "language-model hidden state is read on replay. Split: sha256 of 'dataset/question_id', 50/50 "
-    "(consortium.records.split_of); everything is fitted or selected on train, reported on test. "
-    "Cost: the records' cost_usd (recorded, or from the manifest's declared list prices)."
+    "simulated in process. Roles on replay are declared simulations: a Worker gives the "
+    "model's next recorded sample; a Verifier re-solves (its next recorded sample) and ACCEPTs "
+    "exactly when its answer agrees with the current one; for code it runs the current program "
+    "on its docstring examples in the sandbox (never the hidden tests), with no model call. "
+    "Programs agree when they return the same on those examples and on probe calls made from "
+    "them (one literal argument varied; consortium.coordinate.probes). Thinker has no replay "
+    "simulation and is not in the action space. Answer rule: the most common Worker answer "
+    "among those that pass their check (code: the docstring examples; otherwise: an answer is "
+    "present), else among all (ties: the latest). Head features: declared structured "
+    "transcript features only (agreement counts, answer present, check passed, turn, per-model "
+    "answered/agrees/left); no language-model hidden state is read on replay. Split: sha256 of "
+    "'dataset/question_id', 50/50 (consortium.records.split_of); everything is fitted or "
+    "selected on train, reported on test. Cost: the records' cost_usd (recorded, or from the "
+    "manifest's declared list prices)."
 )
 
 
