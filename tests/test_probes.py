@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from consortium.coordinate.code_checks import check_all
+from consortium.coordinate.code_checks import ExampleCoverage, check_all, example_coverage
 from consortium.coordinate.probes import probe_calls
 
 SMALL = '''def is_small(n):
@@ -92,3 +92,11 @@ def test_the_check_cache_serves_a_second_run_and_keeps_only_current_programs(
     other = "def is_small(n):\n    return abs(n) < 10\n"
     check_all([(SMALL, right), (SMALL, other)], cache)
     assert len(json.loads(cache.read_text())) == 2  # the narrow program's entry is gone
+
+
+def test_coverage_counts_tasks_with_examples_and_with_probes() -> None:
+    no_arguments = 'def answer():\n    """\n    >>> answer()\n    42\n    """\n'
+    words = "Write a function that shifts a list."
+    coverage = example_coverage([SMALL, SMALL, no_arguments, words])
+    assert coverage == ExampleCoverage(tasks=3, with_examples=2, with_probes=1)
+    assert "in 2 of 3 tasks (1 with probe calls); on the other 1 no program" in coverage.text()

@@ -40,8 +40,9 @@ def coordinate(
     ] = Path(".cache/coordination"),
 ) -> None:
     """Every policy (single models, votes, ModelSwitch, MoT and FrugalGPT cascades, the learned
-    scorer, multi-turn TRINITY at several λ) on each data set's train split, reported on its test
-    split.
+    scorer, multi-turn TRINITY at several λ; for programs also the example filter and filter and
+    cluster, checked on each prompt's docstring examples in the sandbox) on each data set's train
+    split, reported on its test split.
 
     Example:
 

@@ -35,6 +35,32 @@ class CheckResult:
     """What each example and probe returned (or raised), as text: equal signatures agree."""
 
 
+@dataclass(frozen=True, slots=True)
+class ExampleCoverage:
+    """How many of a code data set's tasks the check can work on."""
+
+    tasks: int
+    with_examples: int
+    """Tasks whose prompt has docstring examples (the check runs them)."""
+    with_probes: int
+    """Tasks that also get probe calls (agreement beyond the examples)."""
+
+    def text(self) -> str:
+        without = self.tasks - self.with_examples
+        return (
+            f"docstring examples in {self.with_examples} of {self.tasks} tasks ({self.with_probes} "
+            f"with probe calls); on the other {without} no program passes its check and only "
+            "identical programs agree"
+        )
+
+
+def example_coverage(prompts: Iterable[str]) -> ExampleCoverage:
+    unique = set(prompts)
+    with_examples = [prompt for prompt in unique if docstring_examples(prompt)]
+    with_probes = [prompt for prompt in with_examples if probe_calls(prompt)]
+    return ExampleCoverage(len(unique), len(with_examples), len(with_probes))
+
+
 def check_program(prompt: str, code: str) -> str:
     """The program the sandbox runs: the candidate (with the prompt's imports, or the prompt plus
     the completion), then each example, printing what it returned and whether it matched, then

@@ -4,10 +4,11 @@ then one report."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from consortium.coordinate.code_checks import example_coverage
 from consortium.coordinate.pipeline import LAMBDAS, run_dataset
 from consortium.coordinate.report import dataset_summary, write_report
 from consortium.coordinate.routers import question_features
@@ -55,7 +56,12 @@ def run_coordination(
             optimizer_seeds=request.optimizer_seeds,
             question_features=features,
         )
-        summaries.append(dataset_summary(result))
+        summary = dataset_summary(result)
+        if table.answer_kind == "code":
+            coverage = example_coverage(_questions(records).values())
+            summary["docstring_examples"] = asdict(coverage)
+            say(f"{table.dataset}: {coverage.text()}")
+        summaries.append(summary)
     write_report(summaries, request.out, request.targets)
     return summaries
 

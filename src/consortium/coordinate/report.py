@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from consortium.coordinate.code_checks import ExampleCoverage
 from consortium.coordinate.pipeline import DatasetResult
 from consortium.coordinate.scorer import MATCHES_THE_VOTE
 from consortium.coordinate.selection import TOLERANCE, paired_bootstrap
@@ -159,6 +160,11 @@ def _interval(d: Mapping[str, float]) -> str:
     return f"{d['mean']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]"
 
 
+def _coverage_lines(summary: Mapping[str, Any]) -> list[str]:
+    found = summary.get("docstring_examples")
+    return [f"- {ExampleCoverage(**found).text()}"] if found else []
+
+
 def markdown(summaries: Sequence[Mapping[str, Any]], targets: Mapping[str, float]) -> str:
     out = ["# Answer-aware coordination on recorded outputs (issue 25)", "", DECLARED, ""]
     for s in summaries:
@@ -167,6 +173,7 @@ def markdown(summaries: Sequence[Mapping[str, Any]], targets: Mapping[str, float
             f"best single on train: {s['best_single']}, {s['best_single_accuracy']:.2f} on test)",
             "",
             *target_lines(s, targets.get(s["dataset"])),
+            *_coverage_lines(s),
             "",
             f"![frontier]({s['dataset']}-frontier.png)",
             "",
