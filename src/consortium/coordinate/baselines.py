@@ -27,6 +27,12 @@ MAX_SAMPLES = 5
 """Self-consistency and ModelSwitch ask a model for at most this many recorded samples."""
 
 
+def _up_to(table: OutcomeTable, q: int, models: Sequence[int], limit: int) -> Asked:
+    """Each model's first `limit` recorded samples of question q (fewer where fewer exist), model
+    by model in the given order."""
+    return [(m, k) for m in models for k in range(min(len(table.samples[q][m]), limit))]
+
+
 def single(table: OutcomeTable, m: int) -> PolicyRun:
     run = new_run(table.models[m], table, "single")
     for q in range(table.n_questions):
@@ -43,7 +49,7 @@ def self_consistency(table: OutcomeTable, m: int) -> PolicyRun | None:
     weights = np.ones(table.n_models)
     run = new_run(f"self-consistency {table.models[m]} (≤{MAX_SAMPLES})", table)
     for q in range(table.n_questions):
-        asked: Asked = [(m, k) for k in range(min(counts[q], MAX_SAMPLES))]
+        asked = _up_to(table, q, [m], MAX_SAMPLES)
         charge(run, table, q, asked, vote(table, q, asked, weights) if asked else None)
     return run
 
@@ -87,7 +93,7 @@ def model_switch(table: OutcomeTable) -> PolicyRun:
     for q in range(table.n_questions):
         asked: Asked = []
         for m in order:
-            asked += [(m, k) for k in range(min(len(table.samples[q][m]), MAX_SAMPLES))]
+            asked += _up_to(table, q, [m], MAX_SAMPLES)
             if len(asked) >= 2 and unanimous(table, q, asked):
                 break
         charge(run, table, q, asked, vote(table, q, asked, accuracy))
@@ -107,9 +113,7 @@ def mot_cascade(
     run.params = {"cheap": [table.models[m] for m in cheap], "strong": table.models[strong]}
     run.params["threshold"] = threshold
     for q in range(table.n_questions):
-        asked: Asked = [
-            (m, k) for m in cheap for k in range(min(len(table.samples[q][m]), MAX_SAMPLES))
-        ]
+        asked = _up_to(table, q, cheap, MAX_SAMPLES)
         if len(asked) >= 2 and plurality_share(table, q, asked) >= threshold:
             charge(run, table, q, asked, vote(table, q, asked, accuracy))
             continue
@@ -152,7 +156,7 @@ def example_filter(table: OutcomeTable, order: Sequence[int], samples: int) -> P
     for q in range(table.n_questions):
         asked: Asked = []
         answer: Sample | None = None
-        offered = [(m, k) for m in order for k in range(min(len(table.samples[q][m]), samples))]
+        offered = _up_to(table, q, order, samples)
         for m, k in offered:
             asked.append((m, k))
             if table.samples[q][m][k].checked:
@@ -185,9 +189,7 @@ def filter_and_cluster(table: OutcomeTable, models: Sequence[int], samples: int)
     run.params = {"models": [table.models[m] for m in models], "samples": samples}
     weights = train_accuracy(table)
     for q in range(table.n_questions):
-        asked: Asked = [
-            (m, k) for m in models for k in range(min(len(table.samples[q][m]), samples))
-        ]
+        asked = _up_to(table, q, models, samples)
         passing = [(m, k) for m, k in asked if table.samples[q][m][k].checked]
         charge(run, table, q, asked, vote(table, q, passing or asked, weights))
     return run

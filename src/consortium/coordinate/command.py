@@ -43,10 +43,10 @@ def run_coordination(
         records = load_records(folder)
         say(f"{records.manifest.dataset}: building the outcome table")
         table = outcome_table(records, request.cache_dir)
+        texts = _questions(records)
         features = None
         if request.routers:
             say(f"{table.dataset}: encoding the questions")
-            texts = _questions(records)
             features = question_features([texts[q] for q in table.question_ids], request.cache_dir)
         result = run_dataset(
             table,
@@ -58,7 +58,7 @@ def run_coordination(
         )
         summary = dataset_summary(result)
         if table.answer_kind == "code":
-            coverage = example_coverage(_questions(records).values())
+            coverage = example_coverage(texts.values())
             summary["docstring_examples"] = asdict(coverage)
             say(f"{table.dataset}: {coverage.text()}")
         summaries.append(summary)
