@@ -14,9 +14,11 @@ rounds. Wall time and the thread's CPU time are both reported: on a shared machi
 includes waiting for a core.
 
 Backends: torch (sentence-transformers, float32: the features the committed policy was trained
-on), onnx (ONNX Runtime, float32, one thread: the default) and onnx-int8 (int8 products: faster,
-features moved; declared option). No feature cache (every transcript is new); the head is a random
-10 x 384 matrix (latency does not depend on its values).
+on), onnx (ONNX Runtime, float32, one thread: the default), onnx-int8 (int8 products: faster,
+features moved; declared option) and static (all-MiniLM-L6-v2-static, model2vec's distillation of
+the same weights: a lookup, no forward pass; a different feature, so a policy is trained on it).
+No feature cache (every transcript is new); the head is a random 10 x 384 matrix (latency does
+not depend on its values).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from consortium.coord.trinity.encoder import Encoder, SentenceEncoder
 from consortium.coord.trinity.head import LinearHead
 from consortium.coord.trinity.onnx_encoder import OnnxSentenceEncoder
 from consortium.coord.trinity.protocol import transcript_text
+from consortium.coord.trinity.static_encoder import StaticMiniLMEncoder
 from consortium.coord.trinity.turns import TurnRecord
 from consortium.core.types import user
 from consortium.pool.openai import OpenAIAgent
@@ -44,6 +47,7 @@ BACKENDS: dict[str, Callable[[], Encoder]] = {
     "torch": SentenceEncoder,
     "onnx": OnnxSentenceEncoder,
     "onnx-int8": lambda: OnnxSentenceEncoder(quantize=True),
+    "static": StaticMiniLMEncoder,
 }
 
 
@@ -91,7 +95,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument(
         "--backends",
-        default="torch,onnx,onnx-int8",
+        default="torch,onnx,onnx-int8,static",
         help="Comma-separated subset. Run one backend per process to keep the thread pools of the "
         "others (torch's OpenMP, ONNX Runtime's spinning workers) off its cores.",
     )

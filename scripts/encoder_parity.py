@@ -5,6 +5,12 @@ ONNX Runtime (float32, and int8 products), side by side.
 
     python scripts/encoder_parity.py --data ../shared/data/routerdc --policy policies/trinity-replay
 
+The static encoder (all-MiniLM-L6-v2-static) is a different feature, which the committed head
+cannot read; `--static` trains a head on it with the committed policy's recipe (`consortium train
+router`'s defaults: imitation, then sep-CMA-ES within 2,000,000 recorded rollouts, kept only if it
+beats the warm start on held-out training questions) on the same training questions (the ID
+train splits), and puts its score beside the reference's on the same test questions.
+
 Pool: replay of recorded outcomes (split2_model7); the scores are RouterDC's (recorded outcome of
 the chosen model per question), as `scripts/trinity_report.py` computes the committed policy's
 row in process. No feature cache: every question is encoded by every encoder in this run.
@@ -21,9 +27,12 @@ import numpy as np
 from consortium.coord.trinity.encoder import CachedEncoder, Encoder, SentenceEncoder
 from consortium.coord.trinity.onnx_encoder import OnnxSentenceEncoder
 from consortium.coord.trinity.policy import load_policy
+from consortium.coord.trinity.static_encoder import StaticMiniLMEncoder
 from consortium.replay.data import load_replay
 from consortium.replay.protocol import row_from_choices, score_matrix
 from consortium.replay.tasks import ID_DATASETS, load_replay_tasks
+from consortium.train.settings import RecordedConfig, RouterTraining
+from trinity_variants import Variants
 
 
 def main() -> None:
@@ -34,6 +43,9 @@ def main() -> None:
     parser.add_argument("--policy", default="policies/trinity-replay")
     parser.add_argument("--limit", type=int, default=0, help="a seeded sample of the test tasks")
     parser.add_argument("--no-int8", action="store_true", help="skip the int8 ONNX encoder")
+    parser.add_argument(
+        "--static", action="store_true", help="also train and score a head on the static encoder"
+    )
     args = parser.parse_args()
     data = load_replay(args.data, sources=["split2"])
     tasks = load_replay_tasks(
@@ -71,6 +83,22 @@ def main() -> None:
         cosine = float((raw * reference[2]).sum(axis=1).min())
         print(
             f"| {label} | {mean:.2f} | {delta:+.2f} | {100 * changed:.2f} % | {cosine:.4f} "
+            f"| {seconds:.0f} |",
+            flush=True,
+        )
+    if args.static and reference is not None:
+        train = load_replay_tasks(data, datasets=ID_DATASETS, split="train").tasks
+        static = StaticMiniLMEncoder()
+        started = time.perf_counter()
+        raw_train = static.encode([t.question for t in train])
+        raw_test = static.encode(questions)
+        seconds = time.perf_counter() - started
+        variants = Variants(train, tasks, data.models["split2"], raw_train, raw_test)
+        row = variants.trinity("static", RouterTraining(RecordedConfig()))
+        mean = float(row.id_mean or 0.0)
+        print(
+            f"| all-MiniLM-L6-v2-static, head retrained on {len(train)} training questions "
+            f"| {mean:.2f} | {mean - reference[0]:+.2f} | (another head) | (another feature) "
             f"| {seconds:.0f} |",
             flush=True,
         )

@@ -78,7 +78,9 @@ def train_trinity(
     encoder: Annotated[
         str,
         typer.Option(
-            help="all-MiniLM-L6-v2, or a causal LM path / hub id (the paper: Qwen/Qwen3-0.6B)."
+            help="all-MiniLM-L6-v2; all-MiniLM-L6-v2-static (its static distillation: decisions "
+            "in well under a millisecond, docs/performance.md); or a causal LM path / hub id "
+            "(the paper: Qwen/Qwen3-0.6B)."
         ),
     ] = "all-MiniLM-L6-v2",
     resume: Annotated[bool, typer.Option(help="Continue from OUT/checkpoint.pkl.")] = False,
@@ -270,7 +272,11 @@ def train_router(
         ),
     ] = ROUTER.constant,
     encoder: Annotated[
-        str, typer.Option(help="all-MiniLM-L6-v2 or SmolLM2-135M-Instruct (or a causal LM path).")
+        str,
+        typer.Option(
+            help="all-MiniLM-L6-v2, all-MiniLM-L6-v2-static (a lookup: decisions in well under a "
+            "millisecond, docs/performance.md) or SmolLM2-135M-Instruct (or a causal LM path)."
+        ),
     ] = "all-MiniLM-L6-v2",
     features: Annotated[
         Path | None,

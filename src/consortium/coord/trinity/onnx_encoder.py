@@ -44,7 +44,7 @@ def onnx_runtime_available() -> bool:
     return True
 
 
-def _minilm_dir() -> Path:
+def minilm_dir() -> Path:
     # The version and sha256 checks are SentenceEncoder's; imported here to keep one copy.
     from consortium.coord.trinity.encoder import MINILM_PACKAGE_VERSION, MINILM_SHA256
 
@@ -172,7 +172,7 @@ class OnnxSentenceEncoder:
                 import onnxruntime
                 from tokenizers import Tokenizer
 
-                model_dir = _minilm_dir()
+                model_dir = minilm_dir()
                 path = self.model_path()
                 if not path.exists():
                     export_minilm(model_dir, path, quantize=self.quantize)

@@ -24,6 +24,7 @@ from consortium.coord.trinity.encoder import (
 from consortium.coord.trinity.head import ROLES, LinearHead
 from consortium.coord.trinity.onnx_encoder import OnnxSentenceEncoder, onnx_runtime_available
 from consortium.coord.trinity.protocol import TrinityCoordinator
+from consortium.coord.trinity.static_encoder import STATIC_MINILM_NAME, StaticMiniLMEncoder
 from consortium.core.errors import ConfigError
 
 
@@ -80,8 +81,9 @@ def resolve_backend(backend: EncoderBackend, environ: Mapping[str, str]) -> Enco
 def default_encoder(
     name: str = SentenceEncoder.name, cache: Path | None = None, backend: EncoderBackend = "auto"
 ) -> CachedEncoder:
-    """all-MiniLM-L6-v2 by default; SmolLM2-135M-Instruct from its pinned PyPI package; any other
-    name is a causal LM (path or hub id).
+    """all-MiniLM-L6-v2 by default; all-MiniLM-L6-v2-static (its model2vec distillation: a
+    lookup, no forward pass); SmolLM2-135M-Instruct from its pinned PyPI package; any other name
+    is a causal LM (path or hub id).
 
     all-MiniLM-L6-v2 runs on ONNX Runtime (`backend="onnx"`; "auto" picks it when onnxruntime is
     installed) or on torch (`"torch"`), both float32 and the same features; `"onnx-int8"` is
@@ -95,6 +97,8 @@ def default_encoder(
             if chosen == "torch"
             else OnnxSentenceEncoder(quantize=chosen == "onnx-int8")
         )
+    elif name == STATIC_MINILM_NAME:
+        encoder = StaticMiniLMEncoder()
     elif name == SMOLLM2_NAME:
         encoder = smollm2_encoder()
     else:
