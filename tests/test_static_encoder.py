@@ -43,10 +43,11 @@ def test_features_are_unit_rows_that_keep_the_texts_apart(distilled: Path) -> No
     assert np.allclose(np.linalg.norm(features, axis=1), 1.0, atol=1e-3)  # float16 table
     similarity = features @ features.T
     assert similarity[0, 1] < 0.9 and similarity[0, 2] < 0.9  # different questions differ
-    # same direction as the contextual feature it was distilled from, not the same vector
-    contextual = SentenceEncoder().encode(TEXTS)
-    agreement = (features * contextual).sum(axis=1)
-    assert agreement.min() > 0.3 and agreement.max() < 0.999, agreement
+    # distilled from the contextual feature: each text's static row is nearer its own text's
+    # contextual feature than any other text's (about 0.4 against 0.1 here), yet not equal to it
+    cross = features @ SentenceEncoder().encode(TEXTS).T
+    assert list(cross.argmax(axis=1)) == [0, 1, 2], cross
+    assert np.diag(cross).max() < 0.99, cross
     assert StaticMiniLMEncoder(cache_dir=distilled).encode([]).shape == (0, 384)
 
 
