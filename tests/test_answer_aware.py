@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from consortium.coordinate.code_checks import CheckResult, check_all
 from consortium.coordinate.docstring_examples import docstring_examples
 from consortium.coordinate.episodes import VERIFIER, WORKER, Episodes
 from consortium.coordinate.outcomes import NO_ANSWER, OutcomeTable, build_table, classes_of
+from consortium.coordinate.report import target_lines
 from consortium.coordinate.runs import train_accuracy, vote
 from consortium.coordinate.scorer import full_cascade_family
 from consortium.coordinate.selection import select_cheap
@@ -332,3 +334,86 @@ def test_example_filter_submits_the_first_checked_answer_and_pays_for_every_samp
     assert not alone.correct[~even].any() and np.allclose(alone.cost[~even], 0.002)
     family = baselines.example_filter_family(table)
     assert len(family) == (3 + 3 * 2) * len(baselines.EXAMPLE_FILTER_SAMPLES)
+
+
+def test_the_cost_floor_pays_for_the_cheapest_right_answer_on_just_enough_questions(
+    toy: Path, clusters: OutcomeTable
+) -> None:
+    key, same = agreement_for("number")
+    table = build_table(load_records(toy), key, same)
+    every = np.arange(table.n_questions)
+    cheap, strong = COSTS["cheap-a"], COSTS["strong"]
+    # even questions: cheap-a's first sample is right; odd ones: only the strong model is
+    assert baselines.cost_floor(table, every, 30) == pytest.approx(30 * cheap / 60)
+    assert baselines.cost_floor(table, every, 31) == pytest.approx((30 * cheap + strong) / 60)
+    assert baselines.cost_floor(table, every, 60) == pytest.approx(30 * (cheap + strong) / 60)
+    assert baselines.cost_floor(table, every, 61) is None
+    # a right second sample costs both samples (sample k is served after the earlier ones)
+    assert baselines.cost_floor(clusters, every, 60) == pytest.approx(30 * 3 * cheap / 60)
+
+
+def test_questions_without_a_verdict_are_left_out_not_counted_wrong(tmp_path: Path) -> None:
+    ungraded = [
+        OutputRow(
+            "99",
+            "question 99",
+            None,
+            m,
+            0,
+            "the answer is 5",
+            "5",
+            None,
+            None,
+            10,
+            10,
+            True,
+            COSTS[m],
+            True,
+        )
+        for m in MODELS
+    ]
+    folder = tmp_path / "partly"
+    manifest = _manifest("partly").model_copy(update={"questions": 61})
+    write_records(folder, manifest, [*toy_rows(), *ungraded])
+    key, same = agreement_for("number")
+    table = build_table(load_records(folder), key, same)
+    assert "99" not in table.question_ids and table.n_questions == 60 and table.ungraded == 1
+    strong = baselines.single(table, MODELS.index("strong"))
+    assert strong.correct.all()  # the strong model is right on every question that has a verdict
+
+
+def test_the_ceiling_counts_a_question_right_when_any_recorded_sample_is(
+    clusters: OutcomeTable,
+) -> None:
+    every = np.arange(clusters.n_questions)
+    # odd questions: the first sample is wrong but the second is right
+    assert baselines.ceiling(clusters, every) == 1.0
+    assert baselines.oracle(clusters).correct.mean() == 0.5
+
+
+def _policy(name: str, acc: float, train: float, cost: float, train_cost: float) -> dict[str, Any]:
+    return {
+        "name": name,
+        "family": "cascade",
+        "accuracy": acc,
+        "train_accuracy": train,
+        "cost_vs_best_single": cost,
+        "train_cost_vs_best_single": train_cost,
+        "note": "",
+    }
+
+
+def test_the_cost_target_counts_a_policy_only_when_train_agrees_and_says_the_floor() -> None:
+    summary: dict[str, Any] = {"best_single_accuracy": 90.0, "best_single_train_accuracy": 80.0}
+    lucky = _policy("lucky", 90.0, 70.0, 0.10, 0.10)  # ties on test, 10 pts short on train
+    dear = _policy("dear", 90.5, 80.5, 0.60, 0.60)
+    summary |= {"policies": [lucky, dear], "cost_floor_vs_best_single": 0.45}
+    (line,) = target_lines(summary, None)
+    assert ": missed; the cheapest policy within 0.3 pts is dear (90.50) at 60.0 %" in line
+    assert "45.0 % of the best single's $, so no policy over this pool can meet" in line
+    assert line.endswith("not counted (outside it on train): lucky 90.00 at 10.0 %")
+    summary["policies"].append(_policy("backed", 89.8, 79.9, 0.25, 0.28))
+    summary["cost_floor_vs_best_single"] = 0.05
+    (line,) = target_lines(summary, None)
+    assert ": met by backed 89.80 at 25.0 % (within it on the train split too)" in line
+    assert "floor" not in line and "lucky 90.00" in line

@@ -105,10 +105,10 @@ def test_train_router_on_the_static_encoder_then_load_and_decide_with_it(
     rewards = [t.meta["p_correct"][recorded[m]] for t, m in zip(tasks, chosen, strict=True)]
     assert np.isclose(np.mean(rewards), meta["train_reward"], atol=1e-6)
     with pytest.raises(ConfigError, match=f"trained on {STATIC_MINILM_NAME} features, not all-"):
-        load_policy(policy, CachedEncoder(FromCacheOnly()))
+        load_policy(policy, CachedEncoder(NamedContextual()))
 
 
-class FromCacheOnly:
+class NamedContextual:
     """Named like the contextual MiniLM; never asked to encode (the policy refuses it first)."""
 
     name = SentenceEncoder.name

@@ -5,6 +5,7 @@ Weights and orders come from the train split only."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from itertools import combinations, permutations
 
@@ -214,3 +215,33 @@ def oracle(table: OutcomeTable) -> PolicyRun:
         charge(run, table, q, asked, None)
         run.correct[q] = bool(correct[q].any())
     return run
+
+
+def cost_floor(table: OutcomeTable, questions: np.ndarray, right: int) -> float | None:
+    """The least mean $ per question with which any policy over these recorded answers gets
+    `right` of `questions` right: an oracle that, on the questions cheapest to get right, pays
+    only for one model's samples up to its first right one (sample k is served after samples
+    1..k-1) and pays nothing elsewhere. A lower bound on every policy's cost at that accuracy;
+    None when fewer than `right` questions have a right answer at all."""
+    cheapest = []
+    for q in questions:
+        best = math.inf
+        for samples in table.samples[q]:
+            paid = 0.0
+            for sample in samples:
+                paid += sample.cost_usd
+                if sample.correct:
+                    best = min(best, paid)
+                    break
+        cheapest.append(best)
+    ordered = np.sort(np.array(cheapest))
+    if right > len(ordered) or (right > 0 and not np.isfinite(ordered[right - 1])):
+        return None
+    return float(ordered[:right].sum()) / max(1, len(questions))
+
+
+def ceiling(table: OutcomeTable, questions: np.ndarray) -> float:
+    """The share of `questions` some recorded sample of some model answers right: no policy over
+    these recorded answers scores more."""
+    right = [any(s.correct for samples in table.samples[q] for s in samples) for q in questions]
+    return float(np.mean(right)) if right else 0.0

@@ -58,7 +58,7 @@ def run_coordination(
         )
         summary = dataset_summary(result)
         if table.answer_kind == "code":
-            coverage = example_coverage(texts.values())
+            coverage = example_coverage(texts[q] for q in table.question_ids)
             summary["docstring_examples"] = asdict(coverage)
             say(f"{table.dataset}: {coverage.text()}")
         summaries.append(summary)

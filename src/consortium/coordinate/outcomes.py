@@ -37,6 +37,8 @@ class OutcomeTable:
     samples: tuple[tuple[tuple[Sample, ...], ...], ...]
     """samples[q][m]: model m's recorded samples of question q, in sample order (may be empty)."""
     is_test: np.ndarray
+    ungraded: int = 0
+    """Questions left out because no sample has a verdict (no reference to grade against)."""
 
     @property
     def n_questions(self) -> int:
@@ -99,8 +101,9 @@ def build_table(
     same: Equivalence | None = None,
     checks: Mapping[tuple[str, str, int], bool] | None = None,
 ) -> OutcomeTable:
-    """The outcome table of a records data set. `checks[(question_id, model, sample)]` overrides
-    the default check (an answer is present), e.g. with docstring-example runs for code."""
+    """The outcome table of a records data set, without the questions no sample has a verdict for
+    (they would count as wrong for every policy). `checks[(question_id, model, sample)]`
+    overrides the default check (an answer is present), e.g. with docstring-example runs."""
     manifest = records.manifest
     columns = ["question_id", "model", "sample", "answer", "correct", "cost_usd"]
     rows = records.table.select([*columns, "tokens_in", "tokens_out"]).to_pylist()
@@ -112,6 +115,11 @@ def build_table(
     grouped: list[list[list[dict[str, Any]]]] = [[[] for _ in models] for _ in order]
     for row in rows:
         grouped[order[row["question_id"]]][model_index[row["model"]]].append(row)
+    graded = [
+        any(row["correct"] is not None for per_model in per_q for row in per_model)
+        for per_q in grouped
+    ]
+    grouped = [per_q for per_q, has in zip(grouped, graded, strict=True) if has]
     samples = []
     for question_rows in grouped:
         flat = [row for per_model in question_rows for row in sorted(per_model, key=_by_sample)]
@@ -138,10 +146,16 @@ def build_table(
                 )
             per_question.append(tuple(built))
         samples.append(tuple(per_question))
-    question_ids = tuple(order)
+    question_ids = tuple(q for q, has in zip(order, graded, strict=True) if has)
     is_test = np.array([split_of(manifest.dataset, q) == "test" for q in question_ids])
     return OutcomeTable(
-        manifest.dataset, manifest.answer_kind, models, question_ids, tuple(samples), is_test
+        manifest.dataset,
+        manifest.answer_kind,
+        models,
+        question_ids,
+        tuple(samples),
+        is_test,
+        ungraded=graded.count(False),
     )
 
 

@@ -1,0 +1,118 @@
+"""A tried-and-left-out cascade (docs/coordination.md, "A cheaper scorer for GSM8K"): the first
+model's answer is scored from features of its text (response length, question length, whether the
+answer is an integer, its magnitude, how many numbers the question has; logistic regression on the
+train split); a high score stops there, otherwise the second model answers and agreement (equal
+extracted answers) stops, otherwise the third answers and the majority of the three is submitted
+(the third's answer when all differ). Prints, per threshold, train accuracy and $ as a share of the
+third model's: the train split is what a selection may read.
+
+    python scripts/answer_text_scorer.py --records records/gsm8k \\
+        --first gpt-4o-mini-2024-07-18 --second gemini-1.5-pro --third gpt-4o
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from consortium.coordinate.scorer import Logistic
+from consortium.records.split import split_of
+from consortium.records.store import load_records
+
+THRESHOLDS = (0.9, 0.95, 0.97, 0.98, 0.99)
+
+
+def text_features(row: dict[str, Any]) -> list[float]:
+    answer = row["answer"] or ""
+    try:
+        value = float(answer)
+        integer, magnitude = float(value == int(value)), float(np.log1p(abs(value)))
+    except (ValueError, OverflowError):
+        integer, magnitude = 0.0, 0.0
+    numbers = len(re.findall(r"\d+(?:\.\d+)?", row["question"]))
+    return [
+        float(np.log1p(row["tokens_out"])),
+        float(np.log1p(len(row["question"]))),
+        integer,
+        magnitude,
+        float(np.log1p(numbers)),
+        float(row["answer"] is None),
+    ]
+
+
+def auc(scores: np.ndarray, labels: np.ndarray) -> float:
+    ranks = np.empty(len(scores))
+    ranks[np.argsort(scores)] = np.arange(len(scores))
+    positive = labels == 1
+    return float(
+        (ranks[positive].mean() - (positive.sum() - 1) / 2) / max(1, int((~positive).sum()))
+    )
+
+
+def cascade(
+    first: dict[str, Any], second: dict[str, Any], third: dict[str, Any], stop: bool
+) -> tuple[bool, float]:
+    if stop:
+        return bool(first["correct"]), float(first["cost_usd"])
+    cost = float(first["cost_usd"] + second["cost_usd"])
+    if first["answer"] is not None and first["answer"] == second["answer"]:
+        return bool(second["correct"]), cost
+    cost += third["cost_usd"]
+    answers = [r for r in (third, second, first) if r["answer"] is not None]
+    counts = Counter(r["answer"] for r in answers)
+    top = counts.most_common(1)[0] if counts else None
+    chosen = (
+        third if top is None or top[1] < 2 else next(r for r in answers if r["answer"] == top[0])
+    )
+    return bool(chosen["correct"]), cost
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=Path, required=True)
+    parser.add_argument("--first", required=True)
+    parser.add_argument("--second", required=True)
+    parser.add_argument("--third", required=True)
+    args = parser.parse_args()
+    records = load_records(args.records)
+    models = (args.first, args.second, args.third)
+    firsts: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in records.table.to_pylist():
+        if row["sample"] == 0 and row["model"] in models:
+            firsts.setdefault(row["question_id"], {})[row["model"]] = row
+    train = [
+        q
+        for q, by_model in firsts.items()
+        if len(by_model) == 3 and split_of(records.manifest.dataset, q) == "train"
+    ]
+    x = np.array([text_features(firsts[q][args.first]) for q in train])
+    x = (x - x.mean(0)) / (x.std(0) + 1e-9)
+    x = np.hstack([x, np.ones((len(x), 1))])
+    y = np.array([bool(firsts[q][args.first]["correct"]) for q in train], dtype=float)
+    scores = Logistic.fit(x, y).predict(x)
+    third_cost = float(np.mean([firsts[q][args.third]["cost_usd"] for q in train]))
+    best = max(np.mean([bool(firsts[q][m]["correct"]) for q in train]) for m in models)
+    print(
+        f"{len(train)} train questions; {args.first}'s answer AUC {auc(scores, y):.2f} (in sample)"
+    )
+    print(f"best of the three on train: {100 * best:.2f}")
+    for threshold in THRESHOLDS:
+        outcomes = [
+            cascade(
+                firsts[q][args.first], firsts[q][args.second], firsts[q][args.third], s >= threshold
+            )
+            for q, s in zip(train, scores, strict=True)
+        ]
+        right = 100 * np.mean([r for r, _ in outcomes])
+        share = 100 * np.mean([c for _, c in outcomes]) / third_cost
+        stopped = np.mean(scores >= threshold)
+        print(f"tau {threshold:.2f}: train {right:.2f} at {share:.1f} % ({stopped:.0%} stop first)")
+
+
+if __name__ == "__main__":
+    main()
