@@ -4,7 +4,9 @@ answer is an integer, its magnitude, how many numbers the question has; logistic
 train split); a high score stops there, otherwise the second model answers and agreement (equal
 extracted answers) stops, otherwise the third answers and the majority of the three is submitted
 (the third's answer when all differ). Prints, per threshold, train accuracy and $ as a share of the
-third model's: the train split is what a selection may read.
+third model's: the train split is what a selection may read. Also the scorer's 5-fold
+cross-validated AUC on train, with and without the question's MiniLM embedding (its first 32
+principal components, fitted on each fold's training part): does the question's text add to it?
 
     python scripts/answer_text_scorer.py --records records/gsm8k \\
         --first gpt-4o-mini-2024-07-18 --second gemini-1.5-pro --third gpt-4o
@@ -25,6 +27,8 @@ from consortium.records.split import split_of
 from consortium.records.store import load_records
 
 THRESHOLDS = (0.9, 0.95, 0.97, 0.98, 0.99)
+EMBEDDING_DIMS = 32
+FOLDS = 5
 
 
 def text_features(row: dict[str, Any]) -> list[float]:
@@ -54,6 +58,22 @@ def auc(scores: np.ndarray, labels: np.ndarray) -> float:
     )
 
 
+def cross_validated_auc(x: np.ndarray, y: np.ndarray, embedding: np.ndarray | None) -> float:
+    folds = np.random.default_rng(0).integers(0, FOLDS, len(y))
+    scores = np.zeros(len(y))
+    for fold in range(FOLDS):
+        fit, held = folds != fold, folds == fold
+        parts_fit, parts_held = [x[fit]], [x[held]]
+        if embedding is not None:
+            centre = embedding[fit].mean(0)
+            axes = np.linalg.svd(embedding[fit] - centre, full_matrices=False)[2][:EMBEDDING_DIMS].T
+            parts_fit.append((embedding[fit] - centre) @ axes)
+            parts_held.append((embedding[held] - centre) @ axes)
+        model = Logistic.fit(np.hstack(parts_fit), y[fit])
+        scores[held] = model.predict(np.hstack(parts_held))
+    return auc(scores, y)
+
+
 def cascade(
     first: dict[str, Any], second: dict[str, Any], third: dict[str, Any], stop: bool
 ) -> tuple[bool, float]:
@@ -78,6 +98,9 @@ def main() -> None:
     parser.add_argument("--first", required=True)
     parser.add_argument("--second", required=True)
     parser.add_argument("--third", required=True)
+    parser.add_argument(
+        "--cache", type=Path, default=Path(".cache/coordination"), help="question embeddings"
+    )
     args = parser.parse_args()
     records = load_records(args.records)
     models = (args.first, args.second, args.third)
@@ -101,6 +124,13 @@ def main() -> None:
         f"{len(train)} train questions; {args.first}'s answer AUC {auc(scores, y):.2f} (in sample)"
     )
     print(f"best of the three on train: {100 * best:.2f}")
+    from consortium.coordinate.routers import question_features
+
+    embedding = question_features([firsts[q][args.first]["question"] for q in train], args.cache)
+    print(
+        f"{FOLDS}-fold AUC on train: answer text features {cross_validated_auc(x, y, None):.2f}, "
+        f"with the question's MiniLM embedding {cross_validated_auc(x, y, embedding):.2f}"
+    )
     for threshold in THRESHOLDS:
         outcomes = [
             cascade(
