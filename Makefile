@@ -43,7 +43,7 @@ test-cluster: install
 # Answer-aware coordinators and baselines on the records folders (run `make records` first).
 COORD_SETS ?= gsm8k math humaneval date rb_arc_challenge rb_mbpp rb_winogrande
 coordination: install
-	$(BIN)/consortium coordinate $(foreach set,$(COORD_SETS),--records records/$(set)) --out reports/coordination --generations 25 --routers
+	$(BIN)/consortium coordinate $(foreach set,$(COORD_SETS),--records records/$(set)) --out reports/coordination --generations 25 --routers --transcript-text
 	$(BIN)/consortium coordinate --records records/gsm8k --records records/math --out reports/coordination-optimizers --generations 15 --optimizer-table
 
 # The recorded corpora in the records format (records/, git-ignored) and the import table.

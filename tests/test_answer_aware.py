@@ -4,10 +4,12 @@ sandbox, training, and the `consortium coordinate` command end to end."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +22,14 @@ from consortium.coordinate.code_checks import CheckResult, check_all
 from consortium.coordinate.docstring_examples import docstring_examples
 from consortium.coordinate.episodes import VERIFIER, WORKER, Episodes
 from consortium.coordinate.outcomes import NO_ANSWER, OutcomeTable, build_table, classes_of
+from consortium.coordinate.pipeline import READING, run_dataset
 from consortium.coordinate.report import target_lines
 from consortium.coordinate.runs import train_accuracy, vote
 from consortium.coordinate.scorer import full_cascade_family
 from consortium.coordinate.selection import select_cheap
 from consortium.coordinate.tables import outcome_table
 from consortium.coordinate.training import Budget, run_head, train_head
+from consortium.coordinate.transcript_text import transcript_text
 from consortium.records import OutputRow, load_records, write_records
 from consortium.records.schema import SCHEMA_VERSION, Manifest, Price
 from consortium.records.split import split_rule
@@ -288,8 +292,11 @@ def test_coordinate_command_writes_the_report_for_any_data_set(tmp_path: Path) -
     names = [p["name"] for p in report["datasets"][0]["policies"]]
     assert "weighted vote (train accuracy)" in names and "ModelSwitch rule" in names
     assert any(n.startswith("TRINITY replay") for n in names)
-    assert (out.parent / "toy-frontier.png").stat().st_size > 1000
+    plots = sorted(path.name for path in out.parent.glob("*.png"))
+    assert plots == ["coordination-another-frontier.png", "coordination-toy-frontier.png"]
+    assert (out.parent / plots[1]).stat().st_size > 1000
     markdown = out.with_suffix(".md").read_text()
+    assert "![frontier](coordination-toy-frontier.png)" in markdown
     assert "Thinker has no replay simulation" in markdown
     assert "the weighted vote matched for less: learned scorer cascade [all 3 models" in markdown
 
@@ -417,3 +424,40 @@ def test_the_cost_target_counts_a_policy_only_when_train_agrees_and_says_the_flo
     (line,) = target_lines(summary, None)
     assert ": met by backed 89.80 at 25.0 % (within it on the train split too)" in line
     assert "floor" not in line and "lucky 90.00" in line
+
+
+def _bag_of_words(texts: Sequence[str]) -> np.ndarray:
+    """A stand-in static encoder: each word a fixed random vector, a text the sum of its words'."""
+    rows = []
+    for text in texts:
+        total = np.zeros(24)
+        for word in text.split():
+            seed = int.from_bytes(hashlib.sha256(word.encode()).digest()[:4], "little")
+            total += np.random.default_rng(seed).normal(size=24)
+        rows.append(total)
+    return np.array(rows)
+
+
+def test_the_transcript_text_feature_is_the_question_and_the_answers_so_far(toy: Path) -> None:
+    records = load_records(toy)
+    key, same = agreement_for("number")
+    table = build_table(records, key, same)
+    text = transcript_text(records, table, _bag_of_words, dims=4)
+    assert text.axes.shape == (24, 4) and text.dims == 4
+    q = table.question_ids.index("3")
+    strong = MODELS.index("strong")
+    # sums compose: the question with strong's answer is the feature of the two texts joined
+    joined = _bag_of_words(["question 3 the answer is 3"])[0]
+    assert np.allclose(text.unit(q, [(strong, 0)]), joined / np.linalg.norm(joined))
+    episodes = Episodes(table, text=text)
+    assert episodes.n_features == episodes.n_structured + 4
+    t = episodes.start(q)
+    before = episodes.features(t)[episodes.n_structured :]
+    assert np.allclose(before, text.features(q, []))
+    assert not np.allclose(before, episodes.features(episodes.start(q + 1))[-4:])
+    episodes.step(t, strong, WORKER)
+    assert t.asked == [(strong, 0)]
+    assert np.allclose(episodes.features(t)[episodes.n_structured :], text.features(q, t.asked))
+    result = run_dataset(table, Budget(generations=2, popsize=4, minibatch=8), (0.0,), text=text)
+    reading = next(r for r in result.runs if r.name == READING)
+    assert reading.params["text_dims"] == 4 and reading.correct.shape == (table.n_questions,)

@@ -116,3 +116,15 @@ class NamedContextual:
 
     def encode(self, texts: object) -> np.ndarray:
         raise AssertionError("encoded with the wrong encoder")
+
+
+def test_token_sums_compose_into_the_feature_of_the_joined_text(distilled: Path) -> None:
+    encoder = StaticMiniLMEncoder(cache_dir=distilled)
+    sums = encoder.token_sums([TEXTS[0], "The answer is 72."])
+    assert sums.shape == (2, 384)
+    joined = encoder.encode([TEXTS[0] + " The answer is 72."])[0]
+    composed = sums.sum(axis=0) / np.linalg.norm(sums.sum(axis=0))
+    assert float(joined @ composed) > 0.999  # the transcript feature is a sum of its parts
+    alone = sums[0] / np.linalg.norm(sums[0])
+    assert float(joined @ alone) < float(joined @ composed) - 0.005  # the answer moved it
+    assert encoder.token_sums([]).shape == (0, 384)

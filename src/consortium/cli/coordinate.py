@@ -28,6 +28,15 @@ def coordinate(
             help="Also the kNN and MLP question-only routers (all-MiniLM-L6-v2 embeddings).",
         ),
     ] = False,
+    transcript_text: Annotated[
+        bool,
+        typer.Option(
+            "--transcript-text/--no-transcript-text",
+            help="Also TRINITY λ=0 with the head reading the transcript's text (the static "
+            "MiniLM feature of the question and the answers so far, 16 principal components): "
+            "the ablation of the structured features. Distils the static encoder on first use.",
+        ),
+    ] = False,
     optimizer_table: Annotated[
         bool,
         typer.Option(
@@ -57,6 +66,7 @@ def coordinate(
         Budget(generations, popsize, minibatch),
         cache_dir=cache,
         routers=routers,
+        transcript_text=transcript_text,
         optimizer_seeds=(0, 1, 2) if optimizer_table else (),
     )
     summaries = run_coordination(request, log=lambda line: err_console.print(line))

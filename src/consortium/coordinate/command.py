@@ -14,6 +14,7 @@ from consortium.coordinate.report import dataset_summary, write_report
 from consortium.coordinate.routers import question_features
 from consortium.coordinate.tables import outcome_table
 from consortium.coordinate.training import Budget
+from consortium.coordinate.transcript_text import transcript_text
 from consortium.records.store import Records, load_records
 
 TARGETS = {"gsm8k": 96.8, "math": 83.5, "humaneval": 92.0, "date": 91.5}
@@ -30,6 +31,8 @@ class CoordinationRequest:
     targets: dict[str, float] = field(default_factory=lambda: dict(TARGETS))
     routers: bool = False
     """Also the kNN and MLP routers (encodes every question with all-MiniLM-L6-v2)."""
+    transcript_text: bool = False
+    """Also the λ=0 head reading the transcript's static MiniLM feature (the ablation)."""
     optimizer_seeds: tuple[int, ...] = ()
     """Seeds of the optimizer table (none: no table)."""
 
@@ -48,6 +51,12 @@ def run_coordination(
         if request.routers:
             say(f"{table.dataset}: encoding the questions")
             features = question_features([texts[q] for q in table.question_ids], request.cache_dir)
+        text = None
+        if request.transcript_text:
+            from consortium.coord.trinity.static_encoder import StaticMiniLMEncoder
+
+            say(f"{table.dataset}: encoding the questions and responses (static MiniLM)")
+            text = transcript_text(records, table, StaticMiniLMEncoder().token_sums)
         result = run_dataset(
             table,
             request.budget,
@@ -55,6 +64,7 @@ def run_coordination(
             log=_prefixed(say, table.dataset),
             optimizer_seeds=request.optimizer_seeds,
             question_features=features,
+            text=text,
         )
         summary = dataset_summary(result)
         if table.answer_kind == "code":

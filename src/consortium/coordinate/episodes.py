@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from consortium.coordinate.outcomes import NO_ANSWER, OutcomeTable, Sample
+from consortium.coordinate.transcript_text import TranscriptText
 
 WORKER, VERIFIER = 0, 1
 ROLES = ("Worker", "Verifier")
@@ -33,6 +34,8 @@ class Transcript:
     q: int
     used: list[int]
     workers: list[tuple[int, Sample]] = field(default_factory=list)
+    asked: list[tuple[int, int]] = field(default_factory=list)
+    """(model, sample index) of each Worker answer, in the order of `workers`."""
     turns: list[tuple[int, int, bool]] = field(default_factory=list)
     """(model, role, accepted) per turn."""
     cost: float = 0.0
@@ -59,12 +62,17 @@ class Transcript:
 class Episodes:
     """The simulation over one outcome table."""
 
-    def __init__(self, table: OutcomeTable, max_turns: int = 5) -> None:
+    def __init__(
+        self, table: OutcomeTable, max_turns: int = 5, text: TranscriptText | None = None
+    ) -> None:
         self.table = table
         self.max_turns = max_turns
+        self.text = text
+        """With it, the head also reads the transcript's text feature (transcript_text)."""
         self.code = table.answer_kind == "code"
         self.n_models = table.n_models
-        self.n_features = 8 + max_turns + 3 * self.n_models
+        self.n_structured = 8 + max_turns + 3 * self.n_models
+        self.n_features = self.n_structured + (text.dims if text is not None else 0)
 
     def start(self, q: int) -> Transcript:
         return Transcript(q, [0] * self.n_models)
@@ -78,7 +86,8 @@ class Episodes:
         """The declared structured features of the transcript (the answers so far): a constant,
         the turn, how many Worker answers, the current answer's share and presence and check, how
         many distinct answers, whether the last Verifier rejected; per model: answered as Worker,
-        agrees with the current answer, has samples left."""
+        agrees with the current answer, has samples left. With `text`, then the transcript's text
+        feature (the question and the Worker answers so far)."""
         x = np.zeros(self.n_features)
         x[0] = 1.0
         current = t.current()
@@ -99,6 +108,8 @@ class Episodes:
                 x[base + 3 * m + 1] = 1.0
         for m, left in enumerate(self.available(t)):
             x[base + 3 * m + 2] = 1.0 if left else 0.0
+        if self.text is not None:
+            x[self.n_structured :] = self.text.features(t.q, t.asked)
         return x
 
     def role_mask(self, t: Transcript) -> np.ndarray:
@@ -119,6 +130,7 @@ class Episodes:
         t.calls += 1
         if role == WORKER:
             t.workers.append((model, sample))
+            t.asked.append((model, t.used[model] - 1))
             t.turns.append((model, role, False))
             t.rejected_last = False
             return

@@ -19,9 +19,12 @@ from consortium.coordinate.runs import PolicyRun, train_accuracy, train_cost
 from consortium.coordinate.scorer import cascade_matching_the_vote, frugal_family, scorer_vote
 from consortium.coordinate.selection import TOLERANCE, select_best, select_cheap
 from consortium.coordinate.training import Budget, run_head, train_head
+from consortium.coordinate.transcript_text import TranscriptText
 
 LAMBDAS = (0.0, 0.05, 0.2, 0.5)
 """λ in units of the best single model's mean $ per question (train split)."""
+READING = "TRINITY replay + transcript text, sep-CMA-ES, λ=0"
+"""The ablation: the λ=0 head that also reads the transcript's text feature (transcript_text)."""
 
 
 @dataclass
@@ -46,6 +49,7 @@ def run_dataset(
     log: Log | None = None,
     optimizer_seeds: tuple[int, ...] = (),
     question_features: np.ndarray | None = None,
+    text: TranscriptText | None = None,
 ) -> DatasetResult:
     say = log or (lambda _: None)
     train = table.indices("train")
@@ -95,6 +99,13 @@ def run_dataset(
         run.params = {"lambda": lam, "optimizer": "es", "episodes": budget.episodes}
         runs.append(run)
         say(f"TRINITY λ={lam:g} trained")
+    if text is not None:
+        reading = Episodes(table, text=text)
+        weights = train_head(reading, train, "es", 0.0, cost_unit, budget, seed)
+        run = run_head(reading, weights, READING)
+        run.params = {"lambda": 0.0, "optimizer": "es", "text_dims": text.dims}
+        runs.append(run)
+        say("TRINITY λ=0 reading the transcript's text trained")
     runs.append(baselines.oracle(table))
     if optimizer_seeds:
         result.optimizers = optimizer_table(episodes, cost_unit, budget, optimizer_seeds)

@@ -29,7 +29,10 @@ DECLARED = (
     "among those that pass their check (code: the docstring examples; otherwise: an answer is "
     "present), else among all (ties: the latest). Head features: declared structured "
     "transcript features only (agreement counts, answer present, check passed, turn, per-model "
-    "answered/agrees/left); no language-model hidden state is read on replay. Split: sha256 of "
+    "answered/agrees/left); no language-model hidden state is read on replay, except by the "
+    "ablation row 'TRINITY replay + transcript text', whose head also reads 16 principal "
+    "components of the static MiniLM feature (all-MiniLM-L6-v2-static) of the question and the "
+    "Worker answers so far. Split: sha256 of "
     "'dataset/question_id', 50/50 (consortium.records.split_of); everything is fitted or "
     "selected on train, reported on test. Cost: the records' cost_usd (recorded, or from the "
     "manifest's declared list prices)."
@@ -205,7 +208,15 @@ def _coverage_lines(summary: Mapping[str, Any]) -> list[str]:
     return [f"- {ExampleCoverage(**found).text()}"] if found else []
 
 
-def markdown(summaries: Sequence[Mapping[str, Any]], targets: Mapping[str, float]) -> str:
+def plot_name(out: Path, dataset: str) -> str:
+    """A frontier plot's file name, beside the report and named after it (two reports in one
+    folder, such as the optimizer table's, must not overwrite each other's plots)."""
+    return f"{out.name}-{dataset}-frontier.png"
+
+
+def markdown(
+    summaries: Sequence[Mapping[str, Any]], targets: Mapping[str, float], stem: Path
+) -> str:
     out = ["# Answer-aware coordination on recorded outputs (issue 25)", "", DECLARED, ""]
     for s in summaries:
         out += [
@@ -216,7 +227,7 @@ def markdown(summaries: Sequence[Mapping[str, Any]], targets: Mapping[str, float
             *target_lines(s, targets.get(s["dataset"])),
             *_coverage_lines(s),
             "",
-            f"![frontier]({s['dataset']}-frontier.png)",
+            f"![frontier]({plot_name(stem, s['dataset'])})",
             "",
             "| policy | train acc % | acc % | Δ vs best single [95% CI] | "
             "Δ vs weighted vote [95% CI] | "
@@ -256,7 +267,9 @@ def plot_frontier(summary: Mapping[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(10, 4.8))
+    entries = 1 + sum(p["family"] != "oracle" for p in summary["policies"])
+    # the legend lists every policy: the figure grows with it instead of cutting it off
+    fig, ax = plt.subplots(figsize=(10, max(4.8, 0.16 * entries)))
     family = summary["frontier"]
     ax.scatter(
         [f["cost_vs_best_single"] for f in family],
@@ -299,6 +312,6 @@ def write_report(
         json.dumps({"declared": DECLARED, "datasets": list(summaries)}, indent=1) + "\n",
         encoding="utf-8",
     )
-    out.with_suffix(".md").write_text(markdown(summaries, targets), encoding="utf-8")
+    out.with_suffix(".md").write_text(markdown(summaries, targets, out), encoding="utf-8")
     for s in summaries:
-        plot_frontier(s, out.parent / f"{s['dataset']}-frontier.png")
+        plot_frontier(s, out.parent / plot_name(out, s["dataset"]))
