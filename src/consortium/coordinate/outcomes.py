@@ -38,7 +38,8 @@ class OutcomeTable:
     """samples[q][m]: model m's recorded samples of question q, in sample order (may be empty)."""
     is_test: np.ndarray
     ungraded: int = 0
-    """Questions left out because no sample has a verdict (no reference to grade against)."""
+    """Questions left out: no sample has our verdict (no reference to grade against) and the
+    source marks some recorded answer right (so counting the question wrong would be unfair)."""
 
     @property
     def n_questions(self) -> int:
@@ -101,12 +102,13 @@ def build_table(
     same: Equivalence | None = None,
     checks: Mapping[tuple[str, str, int], bool] | None = None,
 ) -> OutcomeTable:
-    """The outcome table of a records data set, without the questions no sample has a verdict for
-    (they would count as wrong for every policy). `checks[(question_id, model, sample)]`
-    overrides the default check (an answer is present), e.g. with docstring-example runs."""
+    """The outcome table of a records data set. A question no sample has our verdict for is kept
+    (every answer wrong) when the source marks every recorded answer wrong, since then no policy
+    can be right, and left out otherwise. `checks[(question_id, model, sample)]` overrides the
+    default check (an answer is present), e.g. with docstring-example runs."""
     manifest = records.manifest
     columns = ["question_id", "model", "sample", "answer", "correct", "cost_usd"]
-    rows = records.table.select([*columns, "tokens_in", "tokens_out"]).to_pylist()
+    rows = records.table.select([*columns, "source_correct", "tokens_in", "tokens_out"]).to_pylist()
     order: dict[str, int] = {}
     for row in rows:
         order.setdefault(row["question_id"], len(order))
@@ -115,10 +117,7 @@ def build_table(
     grouped: list[list[list[dict[str, Any]]]] = [[[] for _ in models] for _ in order]
     for row in rows:
         grouped[order[row["question_id"]]][model_index[row["model"]]].append(row)
-    graded = [
-        any(row["correct"] is not None for per_model in per_q for row in per_model)
-        for per_q in grouped
-    ]
+    graded = [_scorable([row for per_model in per_q for row in per_model]) for per_q in grouped]
     grouped = [per_q for per_q, has in zip(grouped, graded, strict=True) if has]
     samples = []
     for question_rows in grouped:
@@ -157,6 +156,12 @@ def build_table(
         is_test,
         ungraded=graded.count(False),
     )
+
+
+def _scorable(rows: list[dict[str, Any]]) -> bool:
+    if any(row["correct"] is not None for row in rows):
+        return True
+    return bool(rows) and all(row["source_correct"] is False for row in rows)
 
 
 def _by_sample(row: dict[str, Any]) -> int:

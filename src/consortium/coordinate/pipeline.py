@@ -94,20 +94,31 @@ def run_dataset(
     say("learned scorer cascades over every model done")
     episodes = Episodes(table)
     for lam in lambdas:
-        weights = train_head(episodes, train, "es", lam, cost_unit, budget, seed)
-        run = run_head(episodes, weights, f"TRINITY replay, sep-CMA-ES, λ={lam:g}")
-        run.params = {"lambda": lam, "optimizer": "es", "episodes": budget.episodes}
-        runs.append(run)
+        name = f"TRINITY replay, sep-CMA-ES, λ={lam:g}"
+        runs.append(_trinity(episodes, train, lam, cost_unit, budget, seed, name))
         say(f"TRINITY λ={lam:g} trained")
     if text is not None:
-        reading = Episodes(table, text=text)
-        weights = train_head(reading, train, "es", 0.0, cost_unit, budget, seed)
-        run = run_head(reading, weights, READING)
-        run.params = {"lambda": 0.0, "optimizer": "es", "text_dims": text.dims}
-        runs.append(run)
+        reading = _trinity(Episodes(table, text=text), train, 0.0, cost_unit, budget, seed, READING)
+        reading.params["text_dims"] = text.dims
+        runs.append(reading)
         say("TRINITY λ=0 reading the transcript's text trained")
     runs.append(baselines.oracle(table))
     if optimizer_seeds:
         result.optimizers = optimizer_table(episodes, cost_unit, budget, optimizer_seeds)
         say("optimizer table done")
     return result
+
+
+def _trinity(
+    episodes: Episodes,
+    train: np.ndarray,
+    lam: float,
+    cost_unit: float,
+    budget: Budget,
+    seed: int,
+    name: str,
+) -> PolicyRun:
+    weights = train_head(episodes, train, "es", lam, cost_unit, budget, seed)
+    run = run_head(episodes, weights, name)
+    run.params = {"lambda": lam, "optimizer": "es", "episodes": budget.episodes}
+    return run

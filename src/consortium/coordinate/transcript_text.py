@@ -4,9 +4,11 @@ and the Worker answers so far, as the paper's encoder reads the transcript each 
 The feature is the static MiniLM's (`all-MiniLM-L6-v2-static`, model2vec's distillation of the
 pinned weights). A static feature composes: the feature of texts joined together is the normalised
 sum of each text's token-vector sum, so each question and each recorded response is encoded once
-and a transcript's feature, whatever turns led to it, is a sum. The head reads its first `dims`
-principal components, fitted on the train split's questions alone and with each model's first
-answer; as a bag of tokens it does not see the order of the answers."""
+and a transcript's feature, whatever turns led to it, is a sum (of whole texts: the 512-token cut
+`encode` applies to one text is not applied). The head reads its first `dims` principal
+components, whitened (consortium.coord.trinity.encoder.Standardizer, fitted on the train split's
+questions alone and with each model's first answer), so they start on the scale of the
+structured features; as a bag of tokens it does not see the order of the answers."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from consortium.coord.trinity.encoder import Standardizer
 from consortium.coordinate.outcomes import OutcomeTable
 from consortium.records.store import Records
 
@@ -30,13 +33,12 @@ class TranscriptText:
     """[q]: the question's token sum."""
     responses: tuple[tuple[np.ndarray, ...], ...]
     """[q][m]: model m's recorded responses to q, one token sum per sample, in sample order."""
-    centre: np.ndarray
-    axes: np.ndarray
-    """d × dims: the principal directions the head reads."""
+    projection: Standardizer | None
+    """The whitened principal components the head reads (None only while fitting)."""
 
     @property
     def dims(self) -> int:
-        return int(self.axes.shape[1])
+        return self.projection.out_dim if self.projection is not None else 0
 
     def unit(self, q: int, workers: Sequence[tuple[int, int]]) -> np.ndarray:
         """The transcript's feature: question q and the (model, sample) answers, normalised."""
@@ -48,8 +50,9 @@ class TranscriptText:
         return out
 
     def features(self, q: int, workers: Sequence[tuple[int, int]]) -> np.ndarray:
-        projected: np.ndarray = (self.unit(q, workers) - self.centre) @ self.axes
-        return projected
+        if self.projection is None:
+            raise ValueError("the transcript text has no fitted projection")
+        return self.projection.apply(self.unit(q, workers))
 
 
 def transcript_text(
@@ -72,12 +75,9 @@ def transcript_text(
         tuple(np.array(vectors).reshape(len(vectors), questions.shape[1]) for vectors in row)
         for row in per
     )
-    text = TranscriptText(questions, responses, np.zeros(questions.shape[1]), np.zeros((0, 0)))
-    fitted = []
+    unfitted = TranscriptText(questions, responses, None)
+    points = []
     for q in table.indices("train"):
-        fitted.append(text.unit(int(q), []))
-        fitted += [text.unit(int(q), [(m, 0)]) for m in range(table.n_models) if per[q][m]]
-    points = np.array(fitted)
-    centre = points.mean(axis=0)
-    axes = np.linalg.svd(points - centre, full_matrices=False)[2][:dims].T
-    return TranscriptText(questions, responses, centre, axes)
+        points.append(unfitted.unit(int(q), []))
+        points += [unfitted.unit(int(q), [(m, 0)]) for m in range(table.n_models) if per[q][m]]
+    return TranscriptText(questions, responses, Standardizer.fit(np.array(points), dims))

@@ -24,9 +24,10 @@ from consortium.sandbox.runner import Sandbox, SandboxLimits
 Progress = Callable[[int, int], None]
 IMPORT_LIMITS = SandboxLimits(cpu_seconds=5, wall_seconds=60.0)
 """Per program graded during an import (HumanEval's own harness allows 3 s); a recorded program
-that loops is wrong, and 9,600 Llama programs must not take 20 s each. The CPU limit decides: a
-wall limit near it made a verdict depend on how busy the machine was (gpt-4's exhaustive search
-for HumanEval/129 takes 2.4 s of CPU, and timed out on the wall clock of a loaded import)."""
+that loops is wrong after 5 s of CPU. The CPU limit decides: a wall limit near it made a verdict
+depend on how busy the machine was (gpt-4's exhaustive search for HumanEval/129 takes 2.4 s of
+CPU, and timed out on the wall clock of a loaded import). The wall limit only stops a program
+that waits without computing (none of the recorded ones does; one that did would cost 60 s)."""
 
 
 @dataclass

@@ -101,9 +101,10 @@ class StaticMiniLMEncoder:
         return np.asarray(rows, dtype=np.float32)
 
     def token_sums(self, texts: Sequence[str]) -> np.ndarray:
-        """Each text's static token vectors, summed (n × 384, not normalised). A text's feature is
-        its sum normalised, so features compose: the feature of texts joined together is the
-        normalised sum of their sums (each text cut at the model's 512 tokens)."""
+        """Each text's static token vectors, summed (n × 384, not normalised), with no length cut.
+        A text's feature is its sum normalised, so features compose: the feature of texts joined
+        together is the normalised sum of their sums (`encode` differs only past 512 tokens,
+        where it cuts the text)."""
         if not texts:
             return np.zeros((0, self.dim), np.float32)
         rows = self._loaded().encode_as_sequence(list(texts), show_progress_bar=False)
