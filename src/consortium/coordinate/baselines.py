@@ -217,24 +217,28 @@ def oracle(table: OutcomeTable) -> PolicyRun:
     return run
 
 
-def cost_floor(table: OutcomeTable, questions: np.ndarray, right: int) -> float | None:
-    """The least mean $ per question with which any policy over these recorded answers gets
-    `right` of `questions` right: an oracle that, on the questions cheapest to get right, pays
-    only for one model's samples up to its first right one (sample k is served after samples
-    1..k-1) and pays nothing elsewhere. A lower bound on every policy's cost at that accuracy;
-    None when fewer than `right` questions have a right answer at all."""
-    cheapest = []
-    for q in questions:
-        best = math.inf
+def _cheapest_right(table: OutcomeTable, questions: np.ndarray) -> np.ndarray:
+    """Per question, the least $ that buys a right recorded answer: one model's samples up to its
+    first right one (sample k is served after samples 1..k-1); inf where none is right."""
+    cheapest = np.full(len(questions), math.inf)
+    for i, q in enumerate(questions):
         for samples in table.samples[q]:
             paid = 0.0
             for sample in samples:
                 paid += sample.cost_usd
                 if sample.correct:
-                    best = min(best, paid)
+                    cheapest[i] = min(cheapest[i], paid)
                     break
-        cheapest.append(best)
-    ordered = np.sort(np.array(cheapest))
+    return cheapest
+
+
+def cost_floor(table: OutcomeTable, questions: np.ndarray, right: int) -> float | None:
+    """The least mean $ per question with which any policy over these recorded answers gets
+    `right` of `questions` right: an oracle that, on the questions cheapest to get right, pays
+    only for the cheapest right answer and pays nothing elsewhere. A lower bound on every
+    policy's cost at that accuracy; None when fewer than `right` questions have a right answer
+    at all."""
+    ordered = np.sort(_cheapest_right(table, questions))
     if right > len(ordered) or (right > 0 and not np.isfinite(ordered[right - 1])):
         return None
     return float(ordered[:right].sum()) / max(1, len(questions))
@@ -243,5 +247,5 @@ def cost_floor(table: OutcomeTable, questions: np.ndarray, right: int) -> float 
 def ceiling(table: OutcomeTable, questions: np.ndarray) -> float:
     """The share of `questions` some recorded sample of some model answers right: no policy over
     these recorded answers scores more."""
-    right = [any(s.correct for samples in table.samples[q] for s in samples) for q in questions]
-    return float(np.mean(right)) if right else 0.0
+    cheapest = _cheapest_right(table, questions)
+    return float(np.isfinite(cheapest).mean()) if len(cheapest) else 0.0

@@ -26,33 +26,40 @@ TokenSums = Callable[[Sequence[str]], np.ndarray]
 
 DIMS = 16
 
+Responses = tuple[tuple[np.ndarray, ...], ...]
+"""[q][m]: model m's recorded responses to question q, one token sum per sample."""
+
 
 @dataclass(frozen=True)
 class TranscriptText:
     questions: np.ndarray
     """[q]: the question's token sum."""
-    responses: tuple[tuple[np.ndarray, ...], ...]
+    responses: Responses
     """[q][m]: model m's recorded responses to q, one token sum per sample, in sample order."""
-    projection: Standardizer | None
-    """The whitened principal components the head reads (None only while fitting)."""
+    projection: Standardizer
+    """The whitened principal components the head reads."""
 
     @property
     def dims(self) -> int:
-        return self.projection.out_dim if self.projection is not None else 0
+        return self.projection.out_dim
 
     def unit(self, q: int, workers: Sequence[tuple[int, int]]) -> np.ndarray:
         """The transcript's feature: question q and the (model, sample) answers, normalised."""
-        total = self.questions[q].copy()
-        for m, k in workers:
-            total += self.responses[q][m][k]
-        norm = float(np.linalg.norm(total))
-        out: np.ndarray = total / norm if norm > 0 else total
-        return out
+        return _unit(self.questions, self.responses, q, workers)
 
     def features(self, q: int, workers: Sequence[tuple[int, int]]) -> np.ndarray:
-        if self.projection is None:
-            raise ValueError("the transcript text has no fitted projection")
         return self.projection.apply(self.unit(q, workers))
+
+
+def _unit(
+    questions: np.ndarray, responses: Responses, q: int, workers: Sequence[tuple[int, int]]
+) -> np.ndarray:
+    total = questions[q].copy()
+    for m, k in workers:
+        total += responses[q][m][k]
+    norm = float(np.linalg.norm(total))
+    out: np.ndarray = total / norm if norm > 0 else total
+    return out
 
 
 def transcript_text(
@@ -75,9 +82,12 @@ def transcript_text(
         tuple(np.array(vectors).reshape(len(vectors), questions.shape[1]) for vectors in row)
         for row in per
     )
-    unfitted = TranscriptText(questions, responses, None)
     points = []
     for q in table.indices("train"):
-        points.append(unfitted.unit(int(q), []))
-        points += [unfitted.unit(int(q), [(m, 0)]) for m in range(table.n_models) if per[q][m]]
+        points.append(_unit(questions, responses, int(q), []))
+        points += [
+            _unit(questions, responses, int(q), [(m, 0)])
+            for m in range(table.n_models)
+            if per[q][m]
+        ]
     return TranscriptText(questions, responses, Standardizer.fit(np.array(points), dims))
