@@ -45,6 +45,7 @@ COORD_SETS ?= gsm8k math humaneval date rb_arc_challenge rb_mbpp rb_winogrande
 coordination: install
 	$(BIN)/consortium coordinate $(foreach set,$(COORD_SETS),--records records/$(set)) --out reports/coordination --generations 25 --routers --transcript-text
 	$(BIN)/consortium coordinate --records records/gsm8k --records records/math --out reports/coordination-optimizers --generations 15 --optimizer-table
+	$(BIN)/consortium coordinate --records records/rb_arc_challenge --records records/rb_mbpp --records records/rb_winogrande --verdicts source --out reports/coordination-rb-source --generations 25 --routers
 
 # The recorded corpora in the records format (records/, git-ignored) and the import table.
 records: install

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -44,6 +44,14 @@ def coordinate(
             help="Also train sep-CMA-ES, REINFORCE, random search and imitation (3 seeds each).",
         ),
     ] = False,
+    verdicts: Annotated[
+        Literal["ours", "source"],
+        typer.Option(
+            help="Whose verdicts grade the samples: 'ours' (each records set's grader) or "
+            "'source' (the verdicts recorded where the outputs came from, e.g. RouterBench's own; "
+            "the issue's RouterBench target is on those).",
+        ),
+    ] = "ours",
     cache: Annotated[
         Path | None, typer.Option(help="Cache folder for the code checks' sandbox runs.")
     ] = Path(".cache/coordination"),
@@ -68,6 +76,7 @@ def coordinate(
         routers=routers,
         transcript_text=transcript_text,
         optimizer_seeds=(0, 1, 2) if optimizer_table else (),
+        verdicts=verdicts,
     )
     summaries = run_coordination(request, log=lambda line: err_console.print(line))
     for s in summaries:

@@ -9,16 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from consortium.coordinate.code_checks import example_coverage
-from consortium.coordinate.pipeline import LAMBDAS, run_dataset
+from consortium.coordinate.outcomes import Verdicts
+from consortium.coordinate.pipeline import LAMBDAS, DatasetResult, run_dataset
 from consortium.coordinate.report import dataset_summary, write_report
 from consortium.coordinate.routers import question_features
 from consortium.coordinate.tables import outcome_table
+from consortium.coordinate.targets import GROUP_TARGETS, TARGETS, group_summary
 from consortium.coordinate.training import Budget
 from consortium.coordinate.transcript_text import transcript_text
 from consortium.records.store import Records, load_records
-
-TARGETS = {"gsm8k": 96.8, "math": 83.5, "humaneval": 92.0, "date": 91.5}
-"""Issue 25's accuracy targets (test split)."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +34,7 @@ class CoordinationRequest:
     """Also the λ=0 head reading the transcript's static MiniLM feature (the ablation)."""
     optimizer_seeds: tuple[int, ...] = ()
     """Seeds of the optimizer table (none: no table)."""
+    verdicts: Verdicts = "ours"
 
 
 def run_coordination(
@@ -42,10 +42,12 @@ def run_coordination(
 ) -> list[dict[str, Any]]:
     say = log or (lambda _: None)
     summaries = []
+    grouped = {d for target in GROUP_TARGETS.values() for d in target.datasets}
+    kept: dict[str, DatasetResult] = {}  # only the sets a group target needs stay in memory
     for folder in request.records:
         records = load_records(folder)
         say(f"{records.manifest.dataset}: building the outcome table")
-        table = outcome_table(records, request.cache_dir)
+        table = outcome_table(records, request.cache_dir, verdicts=request.verdicts)
         texts = _questions(records)
         features = None
         if request.routers:
@@ -67,12 +69,19 @@ def run_coordination(
             text=text,
         )
         summary = dataset_summary(result)
+        if table.dataset in grouped:
+            kept[table.dataset] = result
         if table.answer_kind == "code":
             coverage = example_coverage(texts[q] for q in table.question_ids)
             summary["docstring_examples"] = asdict(coverage)
             say(f"{table.dataset}: {coverage.text()}")
         summaries.append(summary)
-    write_report(summaries, request.out, request.targets)
+    groups = [
+        group
+        for name, target in GROUP_TARGETS.items()
+        if (group := group_summary(name, target, kept)) is not None
+    ]
+    write_report(summaries, request.out, request.targets, groups)
     return summaries
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -15,6 +15,11 @@ from consortium.records.split import split_of
 from consortium.records.store import Records
 
 NO_ANSWER = -1
+
+Verdicts = Literal["ours", "source"]
+"""Whose verdict says a sample is right: ours (the records set's grader, named in its manifest)
+or the source's own (`source_correct`, as recorded where the outputs came from)."""
+VERDICT_COLUMNS: dict[str, str] = {"ours": "correct", "source": "source_correct"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +45,7 @@ class OutcomeTable:
     ungraded: int = 0
     """Questions left out: no sample has our verdict (no reference to grade against) and the
     source marks some recorded answer right (so counting the question wrong would be unfair)."""
+    verdicts: Verdicts = "ours"
 
     @property
     def n_questions(self) -> int:
@@ -101,14 +107,20 @@ def build_table(
     key: AnswerKey,
     same: Equivalence | None = None,
     checks: Mapping[tuple[str, str, int], bool] | None = None,
+    verdicts: Verdicts = "ours",
 ) -> OutcomeTable:
-    """The outcome table of a records data set. A question no sample has our verdict for is kept
-    (every answer wrong) when the source marks every recorded answer wrong, since then no policy
-    can be right, and left out otherwise. `checks[(question_id, model, sample)]` overrides the
-    default check (an answer is present), e.g. with docstring-example runs."""
+    """The outcome table of a records data set, each sample right or wrong by `verdicts`. A
+    question no sample has a verdict for is kept (every answer wrong) when the source marks every
+    recorded answer wrong, since then no policy can be right, and left out otherwise.
+    `checks[(question_id, model, sample)]` overrides the default check (an answer is present),
+    e.g. with docstring-example runs."""
     manifest = records.manifest
-    columns = ["question_id", "model", "sample", "answer", "correct", "cost_usd"]
-    rows = records.table.select([*columns, "source_correct", "tokens_in", "tokens_out"]).to_pylist()
+    verdict = VERDICT_COLUMNS[verdicts]
+    columns = ["question_id", "model", "sample", "answer", "cost_usd", "tokens_in", "tokens_out"]
+    rows = [
+        {**row, "correct": row[verdict]}
+        for row in records.table.select([*columns, "correct", "source_correct"]).to_pylist()
+    ]
     order: dict[str, int] = {}
     for row in rows:
         order.setdefault(row["question_id"], len(order))
@@ -155,6 +167,7 @@ def build_table(
         tuple(samples),
         is_test,
         ungraded=graded.count(False),
+        verdicts=verdicts,
     )
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from consortium.coordinate.answer_keys import agreement_for
 from consortium.coordinate.code_checks import check_all
-from consortium.coordinate.outcomes import OutcomeTable, build_table
+from consortium.coordinate.outcomes import OutcomeTable, Verdicts, build_table
 from consortium.records.store import Records
 from consortium.tasks.code import extract_code
 
@@ -17,11 +17,12 @@ def outcome_table(
     records: Records,
     cache_dir: Path | None = None,
     progress: Callable[[int, int], None] | None = None,
+    verdicts: Verdicts = "ours",
 ) -> OutcomeTable:
     kind = records.manifest.answer_kind
     if kind != "code":
         key, same = agreement_for(kind)
-        return build_table(records, key, same)
+        return build_table(records, key, same, verdicts=verdicts)
     rows = records.table.select(["question_id", "question", "model", "sample", "response"])
     listed = rows.to_pylist()
     pairs = [(row["question"], row["response"] or "") for row in listed]
@@ -34,7 +35,7 @@ def outcome_table(
         checks[(row["question_id"], row["model"], row["sample"])] = result.passed
         # agreement is within a question; the prompt keeps equal programs of two tasks apart
         signatures[_program_key(prompt, response)] = result.signature
-    return build_table(records, _code_key(records, signatures), None, checks)
+    return build_table(records, _code_key(records, signatures), None, checks, verdicts)
 
 
 def _program_key(prompt: str, response: str) -> str:
