@@ -170,10 +170,19 @@ def example_filter(table: OutcomeTable, order: Sequence[int], samples: int) -> P
 
 
 def example_filter_family(table: OutcomeTable) -> list[PolicyRun]:
-    """Every order of one or two models (of the 4 most accurate on train) × each sample limit."""
+    """Every order of one or two models (of the 4 most accurate on train) × each sample limit
+    (limits above the most samples any model has collapse into one)."""
     top = [int(m) for m in np.argsort(-train_accuracy(table), kind="stable")[:4]]
     orders = [order for size in (1, 2) for order in permutations(top, size)]
-    return [example_filter(table, order, k) for order in orders for k in EXAMPLE_FILTER_SAMPLES]
+    limits = _sample_limits(table, EXAMPLE_FILTER_SAMPLES)
+    return [example_filter(table, order, k) for order in orders for k in limits]
+
+
+def _sample_limits(table: OutcomeTable, wanted: Sequence[int]) -> list[int]:
+    """The wanted sample limits, each clipped to the most samples any model has of a question:
+    limits past it ask for the same samples, so they would repeat a configuration."""
+    most = max(len(answers) for row in table.samples for answers in row)
+    return sorted({min(k, most) for k in wanted})
 
 
 CLUSTER_SAMPLES = (3, 5, 10)
@@ -201,8 +210,7 @@ def filter_and_cluster_family(table: OutcomeTable) -> list[PolicyRun]:
     above the most samples any model has collapse into one)."""
     top = [int(m) for m in np.argsort(-train_accuracy(table), kind="stable")[:3]]
     sets = [list(chosen) for size in (1, 2, 3) for chosen in combinations(top, size)]
-    most = max(len(answers) for row in table.samples for answers in row)
-    limits = sorted({min(k, most) for k in CLUSTER_SAMPLES})
+    limits = _sample_limits(table, CLUSTER_SAMPLES)
     return [filter_and_cluster(table, models, k) for models in sets for k in limits]
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from consortium.coordinate.docstring_examples import docstring_examples
-from consortium.coordinate.probes import probe_calls
+from consortium.coordinate.probes import probe_calls, varied_calls
 from consortium.sandbox.runner import Sandbox
 from consortium.tasks.code import entry_point, extract_code
 
@@ -73,8 +73,9 @@ def check_program(prompt: str, code: str) -> str:
         body = "\n".join(imports) + "\n" + code
     else:
         body = prompt + code
-    examples = json.dumps(docstring_examples(prompt))
-    probes = json.dumps(probe_calls(prompt))
+    found = docstring_examples(prompt)
+    examples = json.dumps(found)
+    probes = json.dumps([] if name is None else varied_calls(name, [call for call, _ in found]))
     # The examples' line is printed before any probe runs, so a probe that hangs or crashes the
     # interpreter costs the probes' part of the signature only, never the check.
     runner = f"""

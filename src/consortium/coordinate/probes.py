@@ -17,12 +17,16 @@ PROBE_LIMIT = 24
 
 
 def probe_calls(prompt: str, limit: int = PROBE_LIMIT) -> list[str]:
-    """Calls of the task's function, each an example's call with one argument varied, in the
-    examples' order, without repeats of an example's call or of each other."""
+    """The task's probe calls (`varied_calls` of its docstring examples' calls)."""
     name = entry_point(prompt)
     if name is None:
         return []
-    examples = [call for call, _ in docstring_examples(prompt)]
+    return varied_calls(name, [call for call, _ in docstring_examples(prompt)], limit)
+
+
+def varied_calls(name: str, examples: list[str], limit: int = PROBE_LIMIT) -> list[str]:
+    """Calls of function `name`, each one of the examples' calls with one argument varied, in the
+    examples' order, without repeats of an example's call or of each other."""
     seen = set(examples)
     probes: list[str] = []
     for call in examples:
