@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -163,12 +164,30 @@ class ResultRecord:
     """The task's reference answer, as the grader compared it (None for code tasks' tests)."""
 
 
+WAL_SWITCH_ATTEMPTS = 40
+
+
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:
     cursor = connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA busy_timeout=10000")
+    _switch_to_wal(cursor)
+    cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+def _switch_to_wal(cursor: Any) -> None:
+    """Put the database in WAL mode. The switch needs the file to itself, and while another
+    process opens the same new store SQLite can answer "database is locked" even with a
+    busy_timeout set (seen under load: about 1 opener in 80 of 8 at once), so it retries after a
+    short pause."""
+    for attempt in range(WAL_SWITCH_ATTEMPTS):
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or attempt == WAL_SWITCH_ATTEMPTS - 1:
+                raise
+            time.sleep(min(0.5, 0.02 * (attempt + 1)))
 
 
 @dataclass
