@@ -30,78 +30,14 @@ from consortium.coordinate.selection import select_cheap
 from consortium.coordinate.tables import outcome_table
 from consortium.coordinate.training import Budget, run_head, train_head
 from consortium.coordinate.transcript_text import transcript_text
-from consortium.records import OutputRow, load_records, write_records
-from consortium.records.schema import SCHEMA_VERSION, Manifest, Price
-from consortium.records.split import split_rule
-
-MODELS = ["cheap-a", "cheap-b", "strong"]
-COSTS = {"cheap-a": 0.001, "cheap-b": 0.002, "strong": 0.01}
-
-
-def _manifest(dataset: str, kind: str = "number") -> Manifest:
-    return Manifest(
-        schema_version=SCHEMA_VERSION,
-        dataset=dataset,
-        answer_kind=kind,  # type: ignore[arg-type]
-        sources=[],
-        licence="test data written by this test",
-        grader="test",
-        split=split_rule(),
-        prices={
-            m: Price(input_per_mtok=1, output_per_mtok=1, source="t", date="2025-01-01")
-            for m in MODELS
-        },
-        models=MODELS,
-        questions=60,
-        created_by="tests/test_answer_aware.py",
-    )
-
-
-def _row(
-    q: int,
-    model: str,
-    sample: int,
-    answer: str | None,
-    gold: str | None,
-    source_correct: bool | None = None,
-) -> OutputRow:
-    return OutputRow(
-        str(q),
-        f"question {q}",
-        gold,
-        model,
-        sample,
-        f"the answer is {answer}",
-        answer,
-        None if gold is None else answer == gold,
-        source_correct,
-        10,
-        10,
-        True,
-        COSTS[model],
-        True,
-    )
-
-
-def toy_rows(n: int = 60) -> list[OutputRow]:
-    """Even questions: both cheap models right and agreeing; odd ones: they disagree and are wrong.
-    The strong model is always right; cheap-a has a second sample equal to its first."""
-    rows = []
-    for q in range(n):
-        gold = str(q)
-        if q % 2 == 0:
-            a, b = gold, gold
-        else:
-            a, b = str(q + 1000), str(q + 2000)
-        rows += [_row(q, "cheap-a", 0, a, gold), _row(q, "cheap-a", 1, a, gold)]
-        rows += [_row(q, "cheap-b", 0, b, gold), _row(q, "strong", 0, gold, gold)]
-    return rows
+from consortium.records import load_records, write_records
+from tests.toy_records import COSTS, MODELS, output_row, toy_manifest, toy_rows
 
 
 @pytest.fixture()
 def toy(tmp_path: Path) -> Path:
     folder = tmp_path / "toy"
-    write_records(folder, _manifest("toy"), toy_rows())
+    write_records(folder, toy_manifest("toy"), toy_rows())
     return folder
 
 
@@ -115,10 +51,10 @@ def clusters(tmp_path: Path) -> OutcomeTable:
         first = gold if q % 2 == 0 else str(q + 1000)
         answers = [first, gold, gold, "-1", "-1", "-1"]
         for k, answer in enumerate(answers):
-            rows.append(_row(q, "cheap-a", k, answer, gold))
+            rows.append(output_row(q, "cheap-a", k, answer, gold))
             checks[(str(q), "cheap-a", k)] = k < 3
     folder = tmp_path / "clusters"
-    write_records(folder, _manifest("clusters"), rows)
+    write_records(folder, toy_manifest("clusters"), rows)
     key, same = agreement_for("number")
     return build_table(load_records(folder), key, same, checks)
 
@@ -265,7 +201,7 @@ def test_a_task_in_words_runs_the_program_alone_and_agrees_only_on_identical_pro
 
 def test_coordinate_command_writes_the_report_for_any_data_set(tmp_path: Path) -> None:
     for name in ("toy", "another"):
-        write_records(tmp_path / name, _manifest(name), toy_rows(40))
+        write_records(tmp_path / name, toy_manifest(name), toy_rows(40))
     out = tmp_path / "reports" / "coordination"
     done = subprocess.run(
         [
@@ -372,10 +308,10 @@ def test_a_question_we_cannot_grade_counts_wrong_only_when_the_source_says_all_a
     tmp_path: Path,
 ) -> None:
     # 98: no reference, the source marks strong's answer right; 99: the source marks all wrong
-    unknown = [_row(98, m, 0, "5", None, m == "strong") for m in MODELS]
-    all_wrong = [_row(99, m, 0, "5", None, False) for m in MODELS]
+    unknown = [output_row(98, m, 0, "5", None, m == "strong") for m in MODELS]
+    all_wrong = [output_row(99, m, 0, "5", None, False) for m in MODELS]
     folder = tmp_path / "partly"
-    manifest = _manifest("partly").model_copy(update={"questions": 62})
+    manifest = toy_manifest("partly").model_copy(update={"questions": 62})
     write_records(folder, manifest, [*toy_rows(), *unknown, *all_wrong])
     key, same = agreement_for("number")
     table = build_table(load_records(folder), key, same)
@@ -448,10 +384,10 @@ def test_the_transcript_text_feature_is_the_question_and_the_answers_so_far(
     # cheap-a has three samples with different answers, strong one
     rows = []
     for q in range(40):
-        rows += [_row(q, "cheap-a", k, str(10 * q + k), str(10 * q)) for k in range(3)]
-        rows.append(_row(q, "strong", 0, str(10 * q), str(10 * q)))
+        rows += [output_row(q, "cheap-a", k, str(10 * q + k), str(10 * q)) for k in range(3)]
+        rows.append(output_row(q, "strong", 0, str(10 * q), str(10 * q)))
     folder = tmp_path / "texts"
-    write_records(folder, _manifest("texts").model_copy(update={"questions": 40}), rows)
+    write_records(folder, toy_manifest("texts").model_copy(update={"questions": 40}), rows)
     records = load_records(folder)
     key, same = agreement_for("number")
     table = build_table(records, key, same)

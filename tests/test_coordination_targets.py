@@ -14,26 +14,32 @@ from consortium.coordinate.answer_keys import agreement_for
 from consortium.coordinate.outcomes import OutcomeTable, Verdicts, build_table
 from consortium.coordinate.pipeline import DatasetResult
 from consortium.coordinate.report import declared, group_lines
-from consortium.coordinate.selection import paired_bootstrap, paired_bootstrap_mean
+from consortium.coordinate.selection import Interval, paired_bootstrap, paired_bootstrap_mean
 from consortium.coordinate.targets import GroupTarget, group_summary
 from consortium.records import load_records, write_records
-from tests.test_answer_aware import MODELS, _manifest, _row
+from consortium.records.errors import RecordsError
+from tests.toy_records import MODELS, output_row, toy_manifest
 
 
 def _disputed(folder: Path, dataset: str = "disputed", n: int = 40) -> Path:
     """Our grader finds strong right but on every fifth question and cheap-a right on even ones;
-    the source marks strong wrong on every third question and cheap-a right everywhere. The
-    last question has no reference (no verdict of ours) and the source marks strong right."""
+    the source marks strong wrong on every third question and cheap-a right everywhere. Question
+    n has no reference (no verdict of ours) and the source marks strong right; on question n + 1
+    all answer right and the source has no verdict for cheap-b's answer."""
     rows = []
     for q in range(n):
         gold = str(q)
         cheap = gold if q % 2 == 0 else str(q + 1000)
-        rows.append(_row(q, "cheap-a", 0, cheap, gold, source_correct=True))
-        rows.append(_row(q, "cheap-b", 0, str(q + 2000), gold, source_correct=False))
+        rows.append(output_row(q, "cheap-a", 0, cheap, gold, source_correct=True))
+        rows.append(output_row(q, "cheap-b", 0, str(q + 2000), gold, source_correct=False))
         strong = gold if q % 5 else str(q + 3000)
-        rows.append(_row(q, "strong", 0, strong, gold, source_correct=q % 3 != 0))
-    extra = [_row(n, m, 0, "5", None, source_correct=m == "strong") for m in MODELS]
-    manifest = _manifest(dataset).model_copy(update={"questions": n + 1})
+        rows.append(output_row(q, "strong", 0, strong, gold, source_correct=q % 3 != 0))
+    extra = [output_row(n, m, 0, "5", None, source_correct=m == "strong") for m in MODELS]
+    # one more: every sample has our verdict, but the source recorded none for cheap-b's
+    extra += [
+        output_row(n + 1, m, 0, "7", "7", source_correct=m != "cheap-b" or None) for m in MODELS
+    ]
+    manifest = toy_manifest(dataset).model_copy(update={"questions": n + 2})
     write_records(folder, manifest, [*rows, *extra])
     return folder
 
@@ -48,11 +54,13 @@ def test_source_verdicts_grade_every_sample_by_the_source_column(tmp_path: Path)
     ours, source = _table(folder), _table(folder, "source")
     cheap, strong = MODELS.index("cheap-a"), MODELS.index("strong")
     # ours: the question without a reference is left out (the source marks one answer right)
-    assert ours.n_questions == 40 and ours.ungraded == 1 and ours.verdicts == "ours"
-    assert baselines.single(ours, strong).correct.tolist() == [q % 5 != 0 for q in range(40)]
-    assert baselines.single(ours, cheap).correct.mean() == 0.5
-    # the source's: every question has a verdict, and the verdicts are the source's
-    assert source.n_questions == 41 and source.ungraded == 0 and source.verdicts == "source"
+    assert ours.n_questions == 41 and ours.ungraded == 1 and ours.verdicts == "ours"
+    expected = [q % 5 != 0 for q in range(40)] + [True]
+    assert baselines.single(ours, strong).correct.tolist() == expected
+    assert baselines.single(ours, cheap).correct[:40].mean() == 0.5
+    # the source's verdicts: the question missing one of cheap-b's is left out, not counted wrong
+    assert source.n_questions == 41 and source.ungraded == 1 and source.verdicts == "source"
+    assert "41" not in source.question_ids and "40" in source.question_ids
     assert baselines.single(source, cheap).correct[:40].all()
     expected = [q % 3 != 0 for q in range(40)] + [True]
     assert baselines.single(source, strong).correct.tolist() == expected
@@ -65,6 +73,21 @@ def test_source_verdicts_grade_every_sample_by_the_source_column(tmp_path: Path)
     ) and "Verdicts: ours" in declared([{"verdicts": "ours", "policies": []}])
 
 
+def test_a_set_with_no_gradable_question_stops_with_its_reason(tmp_path: Path) -> None:
+    rows = [
+        output_row(q, m, 0, str(q), str(q), m != "strong" or None) for q in range(6) for m in MODELS
+    ]
+    folder = tmp_path / "unsourced"
+    write_records(folder, toy_manifest("unsourced").model_copy(update={"questions": 6}), rows)
+    assert _table(folder).n_questions == 6
+    with pytest.raises(RecordsError) as raised:
+        _table(folder, "source")
+    assert str(raised.value) == (
+        "unsourced: no question has the source's verdicts on every sample; no sample of strong "
+        "has one (try --verdicts ours, or leave the data set out)"
+    )
+
+
 def test_the_group_interval_weighs_every_set_the_same() -> None:
     # set 1: 10 questions, no difference; set 2: 30 questions, +1 on every one
     small = (np.ones(10, bool), np.ones(10, bool))
@@ -72,8 +95,12 @@ def test_the_group_interval_weighs_every_set_the_same() -> None:
     interval = paired_bootstrap_mean([small, large])
     assert interval.mean == pytest.approx(50.0)  # pooled questions would say 75
     assert interval.low == pytest.approx(50.0) and interval.high == pytest.approx(50.0)
+    # one set: the interval of every earlier report (the formula before sets were added)
     first, second = np.arange(50) % 3 == 0, np.arange(50) % 4 == 0
-    assert paired_bootstrap_mean([(first, second)]) == paired_bootstrap(first, second)
+    diff = first.astype(float) - second.astype(float)
+    draws = np.random.default_rng(0).integers(0, 50, size=(4000, 50))
+    low, high = np.percentile(diff[draws].mean(axis=1) * 100, [2.5, 97.5])
+    assert paired_bootstrap(first, second) == Interval(diff.mean() * 100, low, high)
 
 
 def _result(table: OutcomeTable, vote_right: np.ndarray) -> DatasetResult:
@@ -109,5 +136,16 @@ def test_a_group_target_is_judged_on_the_mean_over_its_sets(tmp_path: Path) -> N
     summary["target"] = 80.0
     line = next(line for line in group_lines(summary) if "weighted vote" in line)
     assert ": met (per set" in line
+    # above the bar but the interval reaches 0: missed for the interval alone
+    vote["vs_best_single"]["low"] = 0.0
+    line = next(line for line in group_lines(summary) if "weighted vote" in line)
+    assert ": missed (the CI is not above 0) (per set" in line
+    # a judged policy missing from one set is named, not judged
+    results["set_b"].runs = [r for r in results["set_b"].runs if not r.name.startswith("weighted")]
+    partial = group_summary("toy mean", target, results)
+    assert partial is not None and partial["policies"] == []
+    assert group_lines(partial)[-3] == (
+        "- not judged, not run on every set: weighted vote (train accuracy)"
+    )
     # a group whose sets were not all run is not judged
     assert group_summary("toy mean", target, {"set_a": results["set_a"]}) is None

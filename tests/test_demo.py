@@ -19,7 +19,7 @@ from consortium.records import load_records, write_records
 from consortium.replay.data import load_replay
 from consortium.replay.demo import demo_workflows, run_demo
 from consortium.runtime.store import TraceStore
-from tests.test_answer_aware import _manifest, toy_rows
+from tests.toy_records import toy_manifest, toy_rows
 
 SPLIT2_FILES = {
     ("gsm8k", "test"): ("gsm8k-test.json", "sampled"),
@@ -61,7 +61,7 @@ def test_demo_matches_the_recorded_data(replay_dir: Path, tmp_path: Path) -> Non
     out = tmp_path / "demo.md"
     console = Console(file=io.StringIO(), width=200)
     toy = tmp_path / "toy"
-    write_records(toy, _manifest("toy"), toy_rows())
+    write_records(toy, toy_manifest("toy"), toy_rows())
     reports = run_demo(
         replay_dir,
         traces=f"sqlite:///{tmp_path}/t.db",

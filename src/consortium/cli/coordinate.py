@@ -48,8 +48,9 @@ def coordinate(
         Literal["ours", "source"],
         typer.Option(
             help="Whose verdicts grade the samples: 'ours' (each records set's grader) or "
-            "'source' (the verdicts recorded where the outputs came from, e.g. RouterBench's own; "
-            "the issue's RouterBench target is on those).",
+            "'source' (the verdicts recorded where the outputs came from, e.g. RouterBench's "
+            "own, on which its published accuracies rest). A question some sample of which "
+            "has no verdict is left out; a set with none to grade stops with its reason.",
         ),
     ] = "ours",
     cache: Annotated[

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from consortium.records.errors import RecordsError
 from consortium.records.split import split_of
 from consortium.records.store import Records
 
@@ -110,10 +111,12 @@ def build_table(
     verdicts: Verdicts = "ours",
 ) -> OutcomeTable:
     """The outcome table of a records data set, each sample right or wrong by `verdicts`. A
-    question no sample has a verdict for is kept (every answer wrong) when the source marks every
-    recorded answer wrong, since then no policy can be right, and left out otherwise.
+    question is graded when every sample of it has a verdict. One no sample has a verdict for is
+    kept (every answer wrong) when the source marks every recorded answer wrong, since then no
+    policy can be right; it is left out otherwise, and so is a question only some of whose
+    samples have a verdict (counting those wrong would be a verdict nobody gave).
     `checks[(question_id, model, sample)]` overrides the default check (an answer is present),
-    e.g. with docstring-example runs."""
+    e.g. with docstring-example runs. Raises RecordsError when no question can be graded."""
     manifest = records.manifest
     verdict = VERDICT_COLUMNS[verdicts]
     columns = ["question_id", "model", "sample", "answer", "cost_usd", "tokens_in", "tokens_out"]
@@ -129,7 +132,9 @@ def build_table(
     grouped: list[list[list[dict[str, Any]]]] = [[[] for _ in models] for _ in order]
     for row in rows:
         grouped[order[row["question_id"]]][model_index[row["model"]]].append(row)
-    graded = [_scorable([row for per_model in per_q for row in per_model]) for per_q in grouped]
+    graded = [_graded([row for per_model in per_q for row in per_model]) for per_q in grouped]
+    if not any(graded):
+        raise RecordsError(_nothing_graded(manifest.dataset, verdicts, rows))
     grouped = [per_q for per_q, has in zip(grouped, graded, strict=True) if has]
     samples = []
     for question_rows in grouped:
@@ -171,10 +176,28 @@ def build_table(
     )
 
 
-def _scorable(rows: list[dict[str, Any]]) -> bool:
-    if any(row["correct"] is not None for row in rows):
-        return True
-    return bool(rows) and all(row["source_correct"] is False for row in rows)
+def _graded(rows: list[dict[str, Any]]) -> bool:
+    """Whether a question's samples (`rows`, each with its `correct` verdict) can be scored."""
+    missing = [row["correct"] is None for row in rows]
+    if not any(missing):
+        return bool(rows)
+    if all(missing):  # no verdict at all: scorable only when no answer can be right
+        return all(row["source_correct"] is False for row in rows)
+    return False
+
+
+def _nothing_graded(dataset: str, verdicts: Verdicts, rows: list[dict[str, Any]]) -> str:
+    whose = "the source's verdicts" if verdicts == "source" else "our verdicts"
+    models: dict[str, bool] = {}
+    for row in rows:
+        models[row["model"]] = models.get(row["model"], False) or row["correct"] is not None
+    without = [model for model, has in models.items() if not has]
+    reason = f"; no sample of {', '.join(without)} has one" if without else ""
+    other = "ours" if verdicts == "source" else "source"
+    return (
+        f"{dataset}: no question has {whose} on every sample{reason} "
+        f"(try --verdicts {other}, or leave the data set out)"
+    )
 
 
 def _by_sample(row: dict[str, Any]) -> int:

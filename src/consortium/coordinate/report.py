@@ -34,9 +34,9 @@ DECLARED = (
     "answered/agrees/left); no language-model hidden state is read on replay. Split: sha256 of "
     "'dataset/question_id', 50/50 (consortium.records.split_of); everything is fitted or "
     "selected on train, reported on test. Cost: the records' cost_usd (recorded, or from the "
-    "manifest's declared list prices). A question none of whose samples we can grade (no "
+    "manifest's declared list prices). A question none of whose samples has a verdict (e.g. no "
     "reference) counts wrong for every policy when the source marks every recorded answer wrong, "
-    "and is left out otherwise."
+    "and is left out otherwise; so is a question only some of whose samples have one."
 )
 READING_DECLARED = (
     f"The ablation row '{READING}' differs in one thing: its head also reads {DIMS} whitened "
@@ -120,12 +120,13 @@ def target_lines(summary: Mapping[str, Any], target: float | None) -> list[str]:
 
 def _accuracy_line(target: float, policy: Mapping[str, Any], against: str) -> str:
     interval = policy["vs_best_single"]
-    met = policy["accuracy"] >= target and interval["low"] > 0
-    gap = ""
-    if not met:
-        gap = f" (short by {max(0.0, target - policy['accuracy']):.2f} pts"
-        gap += "" if interval["low"] > 0 else "; the CI is not above 0"
-        gap += ")"
+    why = []
+    if policy["accuracy"] < target:
+        why.append(f"short by {target - policy['accuracy']:.2f} pts")
+    if interval["low"] <= 0:
+        why.append("the CI is not above 0")
+    gap = f" ({'; '.join(why)})" if why else ""
+    met = not why
     return (
         f"- accuracy ≥ {target} with the CI above 0: {policy['name']} {policy['accuracy']:.2f}, "
         f"Δ vs {against} {_interval(interval)}: {'met' if met else 'missed'}{gap}"
@@ -152,6 +153,9 @@ def group_lines(group: Mapping[str, Any]) -> list[str]:
         per_set = " / ".join(f"{a:.2f}" for a in p["per_set"])
         line = _accuracy_line(group["target"], p, "the best singles")
         lines.append(f"{line} (per set {per_set})")
+    if group["not_on_every_set"]:
+        names = ", ".join(group["not_on_every_set"])
+        lines.append(f"- not judged, not run on every set: {names}")
     lines.append(
         f"- ceiling: {group['ceiling_accuracy']:.2f}, the mean of the sets' ceilings; no policy "
         "over this pool scores more"
@@ -234,7 +238,7 @@ def _interval(d: Mapping[str, float]) -> str:
 
 
 def _ungraded_text(ungraded: int) -> str:
-    return f", {ungraded} more left out: no verdict to score" if ungraded else ""
+    return f", {ungraded} more left out: not every sample has a verdict" if ungraded else ""
 
 
 def _coverage_lines(summary: Mapping[str, Any]) -> list[str]:
@@ -251,7 +255,7 @@ def plot_name(out: Path, dataset: str) -> str:
 VERDICTS_DECLARED = {
     "ours": "Verdicts: ours, each records set's grader (named in its manifest).",
     "source": "Verdicts: the source's own (source_correct, as recorded where the outputs came "
-    "from), not ours; a question without one is treated as one we cannot grade.",
+    "from), not ours.",
 }
 
 
@@ -367,8 +371,7 @@ def write_report(
     groups: Sequence[Mapping[str, Any]] = (),
 ) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
-    document = {"declared": declared(summaries), "datasets": list(summaries)}
-    document["groups"] = list(groups)
+    document = {"declared": declared(summaries), "datasets": list(summaries), "groups": groups}
     out.with_suffix(".json").write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     out.with_suffix(".md").write_text(markdown(summaries, targets, out, groups), encoding="utf-8")
     for s in summaries:

@@ -10,6 +10,7 @@ from typing import Any
 
 from consortium.coordinate.baselines import ceiling
 from consortium.coordinate.pipeline import DatasetResult
+from consortium.coordinate.runs import PolicyRun
 from consortium.coordinate.selection import paired_bootstrap_mean
 
 TARGETS = {"gsm8k": 96.8, "math": 83.5, "humaneval": 92.0, "date": 91.5}
@@ -47,15 +48,16 @@ def group_summary(
     members = [results[dataset] for dataset in target.datasets]
     tests = [member.table.indices("test") for member in members]
     singles = [member.runs[member.best_single] for member in members]
-    policies = []
-    for policy in (run.name for run in members[0].runs if judged(run.name)):
-        runs = [next((r for r in m.runs if r.name == policy), None) for m in members]
-        if any(run is None for run in runs):
+    named = list(dict.fromkeys(r.name for m in members for r in m.runs if judged(r.name)))
+    policies, not_on_every_set = [], []
+    for policy in named:
+        runs = _runs_named(members, policy)
+        if runs is None:
+            not_on_every_set.append(policy)
             continue
         pairs = [
             (run.correct[test], single.correct[test])
             for run, single, test in zip(runs, singles, tests, strict=True)
-            if run is not None
         ]
         per_set = [100 * float(first.mean()) for first, _ in pairs]
         policies.append(
@@ -80,7 +82,15 @@ def group_summary(
         "best_single_per_set": single_accuracy,
         "ceiling_accuracy": _mean(ceilings),
         "policies": policies,
+        "not_on_every_set": not_on_every_set,
     }
+
+
+def _runs_named(members: Sequence[DatasetResult], name: str) -> list[PolicyRun] | None:
+    """The run of this name in every member, or None when some member lacks it."""
+    runs = [next((run for run in member.runs if run.name == name), None) for member in members]
+    found = [run for run in runs if run is not None]
+    return found if len(found) == len(runs) else None
 
 
 def _mean(values: Sequence[float]) -> float:
