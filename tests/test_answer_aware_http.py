@@ -18,12 +18,10 @@ from consortium.coordinate.http_replay import run_over_http
 from consortium.coordinate.tables import outcome_table
 from consortium.records import OutputRow, load_records, write_records
 from consortium.records.layouts import import_files
-from consortium.records.schema import SCHEMA_VERSION, Manifest, Price
-from consortium.records.split import split_rule
 from consortium.replay.launch import ReplayServerProcess
+from tests.toy_records import toy_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
-MODELS = ["cheap-a", "cheap-b", "strong"]
 
 
 def _rows() -> list[OutputRow]:
@@ -59,25 +57,6 @@ def _rows() -> list[OutputRow]:
     return rows
 
 
-def _manifest() -> Manifest:
-    return Manifest(
-        schema_version=SCHEMA_VERSION,
-        dataset="toyhttp",
-        answer_kind="number",
-        sources=[],
-        licence="test data written by this test",
-        grader="test",
-        split=split_rule(),
-        prices={
-            m: Price(input_per_mtok=1, output_per_mtok=1, source="t", date="2025-01-01")
-            for m in MODELS
-        },
-        models=MODELS,
-        questions=30,
-        created_by="tests/test_answer_aware_http.py",
-    )
-
-
 def _compare(folder: Path, runs: list[tuple[int, list[tuple[int, int]]]]) -> int:
     records = load_records(folder)
     table = outcome_table(records)
@@ -106,7 +85,8 @@ def _compare(folder: Path, runs: list[tuple[int, list[tuple[int, int]]]]) -> int
 
 def test_sampled_policies_give_the_same_outcomes_in_process_and_over_http(tmp_path: Path) -> None:
     folder = tmp_path / "toyhttp"
-    write_records(folder, _manifest(), _rows())
+    manifest = toy_manifest("toyhttp").model_copy(update={"questions": 30})
+    write_records(folder, manifest, _rows())
     table = outcome_table(load_records(folder))
     episodes = Episodes(table)
     rng = np.random.default_rng(0)

@@ -75,7 +75,7 @@ def check_program(prompt: str, code: str) -> str:
         body = prompt + code
     found = docstring_examples(prompt)
     examples = json.dumps(found)
-    probes = json.dumps([] if name is None else varied_calls(name, [call for call, _ in found]))
+    probes = json.dumps(varied_calls(name, [call for call, _ in found]))
     # The examples' line is printed before any probe runs, so a probe that hangs or crashes the
     # interpreter costs the probes' part of the signature only, never the check.
     runner = f"""

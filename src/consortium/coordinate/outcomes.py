@@ -20,7 +20,6 @@ NO_ANSWER = -1
 Verdicts = Literal["ours", "source"]
 """Whose verdict says a sample is right: ours (the records set's grader, named in its manifest)
 or the source's own (`source_correct`, as recorded where the outputs came from)."""
-VERDICT_COLUMNS: dict[str, str] = {"ours": "correct", "source": "source_correct"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +43,8 @@ class OutcomeTable:
     """samples[q][m]: model m's recorded samples of question q, in sample order (may be empty)."""
     is_test: np.ndarray
     ungraded: int = 0
-    """Questions left out: no sample has our verdict (no reference to grade against) and the
-    source marks some recorded answer right (so counting the question wrong would be unfair)."""
+    """Questions left out: some sample has no verdict, unless none has one and the source marks
+    every recorded answer wrong (then the question is kept, every answer wrong)."""
     verdicts: Verdicts = "ours"
 
     @property
@@ -118,12 +117,11 @@ def build_table(
     `checks[(question_id, model, sample)]` overrides the default check (an answer is present),
     e.g. with docstring-example runs. Raises RecordsError when no question can be graded."""
     manifest = records.manifest
-    verdict = VERDICT_COLUMNS[verdicts]
-    columns = ["question_id", "model", "sample", "answer", "cost_usd", "tokens_in", "tokens_out"]
-    rows = [
-        {**row, "correct": row[verdict]}
-        for row in records.table.select([*columns, "correct", "source_correct"]).to_pylist()
-    ]
+    columns = ["question_id", "model", "sample", "answer", "correct", "cost_usd"]
+    rows = records.table.select([*columns, "source_correct", "tokens_in", "tokens_out"]).to_pylist()
+    if verdicts == "source":  # `correct` holds the verdict every step below reads
+        for row in rows:
+            row["correct"] = row["source_correct"]
     order: dict[str, int] = {}
     for row in rows:
         order.setdefault(row["question_id"], len(order))

@@ -18,15 +18,16 @@ PROBE_LIMIT = 24
 
 def probe_calls(prompt: str, limit: int = PROBE_LIMIT) -> list[str]:
     """The task's probe calls (`varied_calls` of its docstring examples' calls)."""
-    name = entry_point(prompt)
+    examples = [call for call, _ in docstring_examples(prompt)]
+    return varied_calls(entry_point(prompt), examples, limit)
+
+
+def varied_calls(name: str | None, examples: list[str], limit: int = PROBE_LIMIT) -> list[str]:
+    """Calls of function `name`, each one of the examples' calls with one argument varied, in the
+    examples' order, without repeats of an example's call or of each other; none without a
+    function name (a task in words)."""
     if name is None:
         return []
-    return varied_calls(name, [call for call, _ in docstring_examples(prompt)], limit)
-
-
-def varied_calls(name: str, examples: list[str], limit: int = PROBE_LIMIT) -> list[str]:
-    """Calls of function `name`, each one of the examples' calls with one argument varied, in the
-    examples' order, without repeats of an example's call or of each other."""
     seen = set(examples)
     probes: list[str] = []
     for call in examples:

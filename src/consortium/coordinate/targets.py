@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from statistics import fmean
 from typing import Any
 
 from consortium.coordinate.baselines import ceiling
@@ -63,7 +64,7 @@ def group_summary(
         policies.append(
             {
                 "name": policy,
-                "accuracy": _mean(per_set),
+                "accuracy": fmean(per_set),
                 "per_set": per_set,
                 "vs_best_single": asdict(paired_bootstrap_mean(pairs)),
             }
@@ -78,9 +79,9 @@ def group_summary(
         "datasets": list(target.datasets),
         "target": target.accuracy,
         "best_singles": [m.table.models[m.best_single] for m in members],
-        "best_single_accuracy": _mean(single_accuracy),
+        "best_single_accuracy": fmean(single_accuracy),
         "best_single_per_set": single_accuracy,
-        "ceiling_accuracy": _mean(ceilings),
+        "ceiling_accuracy": fmean(ceilings),
         "policies": policies,
         "not_on_every_set": not_on_every_set,
     }
@@ -91,7 +92,3 @@ def _runs_named(members: Sequence[DatasetResult], name: str) -> list[PolicyRun] 
     runs = [next((run for run in member.runs if run.name == name), None) for member in members]
     found = [run for run in runs if run is not None]
     return found if len(found) == len(runs) else None
-
-
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values)

@@ -12,7 +12,7 @@ import json
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -170,24 +170,36 @@ WAL_SWITCH_ATTEMPTS = 40
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:
     cursor = connection.cursor()
     cursor.execute("PRAGMA busy_timeout=10000")
-    _switch_to_wal(cursor)
+    # The switch needs the file to itself, and while another process opens the same new store
+    # SQLite can answer "database is locked" even with a busy_timeout set (under load, a few
+    # openers in a thousand, 8 at once: scripts/store_open_race.py), so it is retried.
+    _retried(
+        lambda: cursor.execute("PRAGMA journal_mode=WAL"),
+        lambda error: isinstance(error, sqlite3.OperationalError) and "locked" in str(error),
+        WAL_SWITCH_ATTEMPTS,
+        pause=0.02,
+    )
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
 
 
-def _switch_to_wal(cursor: Any) -> None:
-    """Put the database in WAL mode. The switch needs the file to itself, and while another
-    process opens the same new store SQLite can answer "database is locked" even with a
-    busy_timeout set (seen under load: about 1 opener in 80 of 8 at once), so it retries after a
-    short pause."""
-    for attempt in range(WAL_SWITCH_ATTEMPTS):
+def _retried(
+    action: Callable[[], object],
+    transient: Callable[[Exception], bool],
+    attempts: int,
+    pause: float,
+) -> None:
+    """Run `action`, again after a pause of attempt × `pause` seconds (at most 0.5 s) while it
+    fails with an error `transient` accepts, up to `attempts` runs in all; other errors, and the
+    last attempt's, are raised. For races between processes opening the same new store."""
+    for attempt in range(attempts):
         try:
-            cursor.execute("PRAGMA journal_mode=WAL")
+            action()
             return
-        except sqlite3.OperationalError as error:
-            if "locked" not in str(error) or attempt == WAL_SWITCH_ATTEMPTS - 1:
+        except Exception as error:
+            if not transient(error) or attempt == attempts - 1:
                 raise
-            time.sleep(min(0.5, 0.02 * (attempt + 1)))
+            time.sleep(min(0.5, pause * (attempt + 1)))
 
 
 @dataclass
@@ -219,17 +231,18 @@ class TraceStore:
         create: the loser's CREATE fails on what the winner just made; its next check sees it.
         The server is reached once first, so an unreachable one fails at once, not per attempt."""
         self.engine.connect().close()
-        for attempt in range(attempts):
-            try:
-                metadata.create_all(self.engine)
-                self._add_missing_columns()
-                for index in INDEXES:
-                    index.create(self.engine, checkfirst=True)
-                return
-            except DBAPIError:
-                if attempt == attempts - 1:
-                    raise
-                time.sleep(0.05 * (attempt + 1))
+        _retried(
+            self._create_missing,
+            lambda error: isinstance(error, DBAPIError),
+            attempts,
+            pause=0.05,
+        )
+
+    def _create_missing(self) -> None:
+        metadata.create_all(self.engine)
+        self._add_missing_columns()
+        for index in INDEXES:
+            index.create(self.engine, checkfirst=True)
 
     def _add_missing_columns(self) -> None:
         """Stores written by an earlier version lack newer nullable columns; add them."""
