@@ -12,7 +12,7 @@ DEMO_ARGS ?=
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF" $(BIN)/pip install -q -e ".[dev,coord,otel,ray,local,postgres]"
+	CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF" $(BIN)/pip install -q -e ".[dev,coord,otel,ray,local,postgres,inspect,lm-eval]"
 	touch $@
 
 install: $(VENV)/.installed

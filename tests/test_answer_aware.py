@@ -1,4 +1,4 @@
-"""Answer-aware coordination (issue 25) on small records folders written here: agreement classes,
+"""Answer-aware coordination on small records folders written here: agreement classes,
 votes and cascades, the multi-turn replay simulation's roles, the docstring checks in the real
 sandbox, training, and the `consortium coordinate` command end to end."""
 

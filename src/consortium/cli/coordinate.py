@@ -16,9 +16,13 @@ def coordinate(
         list[Path], typer.Option("--records", help="A records folder (repeat for several).")
     ],
     out: Annotated[
-        Path, typer.Option(help="Report path stem (.md, .json and one frontier .png per set).")
-    ] = Path("reports/coordination"),
-    generations: Annotated[int, typer.Option(help="sep-CMA-ES generations per λ.")] = 40,
+        Path,
+        typer.Option(
+            help="Report path stem (.md, .json and one frontier .png per set); `make "
+            "coordination` writes the committed reports/coordination."
+        ),
+    ] = Path("out/coordination"),
+    generations: Annotated[int, typer.Option(help="sep-CMA-ES generations per λ.")] = 25,
     popsize: Annotated[int, typer.Option(help="Candidates per generation.")] = 16,
     minibatch: Annotated[int, typer.Option(help="Training questions per generation.")] = 64,
     routers: Annotated[
@@ -64,7 +68,7 @@ def coordinate(
 
     Example:
 
-    consortium coordinate --records records/gsm8k --records records/math --out reports/coordination
+    consortium coordinate --records records/gsm8k --records records/math --out out/coordination
     """
     from consortium.coordinate.command import CoordinationRequest, run_coordination
     from consortium.coordinate.training import Budget

@@ -24,7 +24,10 @@ def demo(
     ],
     limit: Annotated[int, typer.Option(help="Questions per dataset (0: all).")] = 200,
     seed: Annotated[int, typer.Option(help="Seed of sampling and replay.")] = 0,
-    out: Annotated[Path, typer.Option(help="Markdown report.")] = Path("reports/demo.md"),
+    out: Annotated[
+        Path,
+        typer.Option(help="Markdown report (`make demo` writes the committed reports/demo.md)."),
+    ] = Path("out/demo.md"),
     policy: Annotated[
         Path | None,
         typer.Option(

@@ -38,13 +38,13 @@ def train_compare(
     components: ComponentsOption = 16,
 ) -> None:
     """sep-CMA-ES vs REINFORCE vs random search at the same budget, mean ± std over seeds."""
+    from consortium.cli.task_sets import load_tasks
     from consortium.coord.trinity.policy import default_encoder
-    from consortium.tasks.registry import load_task_set
     from consortium.train.compare import compare_optimizers, comparison_plot, comparison_table
     from consortium.train.session import fit_setup
 
     config = load_pool(pool)
-    train, test = load_task_set(tasks), load_task_set(test_tasks)
+    train, test = load_tasks(tasks), load_tasks(test_tasks)
     out.mkdir(parents=True, exist_ok=True)
     features = default_encoder(cache=out / "features.db")
     features.encode([t.question for t in test.tasks])

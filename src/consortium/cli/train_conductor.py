@@ -87,16 +87,16 @@ def train_conductor(
     Then add the conductor to a pool (backend = "local", model = "OUT/model") and run
     `consortium eval --policy conductor:NAME`.
     """
+    from consortium.cli.task_sets import load_tasks
     from consortium.core.progress import task_progress
     from consortium.runtime.dist import make_executor
-    from consortium.tasks.registry import load_task_set
     from consortium.train.conductor_stages import StagedSettings, train_conductor_in_stages
     from consortium.train.grpo import GRPOSettings
     from consortium.train.workflow_sft import WarmStartSettings
 
     config = load_pool(pool)
-    task_set = load_task_set(tasks)
-    held_out_tasks = load_task_set(held_out).tasks if held_out else []
+    task_set = load_tasks(tasks)
+    held_out_tasks = load_tasks(held_out).tasks if held_out else []
     settings = StagedSettings(
         grpo=GRPOSettings(
             steps=steps,

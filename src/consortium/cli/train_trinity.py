@@ -295,9 +295,9 @@ def train_router(
         --encoder SmolLM2-135M-Instruct --tasks replay:data=../shared/data/routerdc:\\
       split=train:datasets=mmlu,gsm8k,cmmlu,arc_challenge,humaneval
     """
+    from consortium.cli.task_sets import load_tasks
     from consortium.coord.trinity.policy import default_encoder
     from consortium.core.progress import task_progress
-    from consortium.tasks.registry import load_task_set
     from consortium.train.fit import FitState
     from consortium.train.recorded import OPTIMIZERS
     from consortium.train.routing import recorded_scores
@@ -310,7 +310,7 @@ def train_router(
     if warm_start not in ("imitation", "none"):
         raise ConsortiumError("--warm-start must be imitation or none")
     config = load_pool(pool)
-    task_set = load_task_set(tasks)
+    task_set = load_tasks(tasks)
     recorded_models = [config.get(name).model for name in config.names]
     recorded_scores(task_set.tasks, recorded_models)  # no recorded outcomes: fail before encoding
     training = RouterTraining(

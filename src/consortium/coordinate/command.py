@@ -17,6 +17,7 @@ from consortium.coordinate.tables import outcome_table
 from consortium.coordinate.targets import GROUP_TARGETS, TARGETS, group_summary
 from consortium.coordinate.training import Budget
 from consortium.coordinate.transcript_text import transcript_text
+from consortium.records.agreement import grade_warnings
 from consortium.records.store import Records, load_records
 
 
@@ -44,6 +45,12 @@ def run_coordination(
     summaries = []
     grouped = {d for target in GROUP_TARGETS.values() for d in target.datasets}
     kept: dict[str, DatasetResult] = {}  # only the sets a group target needs stay in memory
+    warned = {
+        folder: [w.line() for w in grade_warnings(load_records(folder))]
+        for folder in request.records
+    }
+    for line in (line for lines in warned.values() for line in lines):
+        say(line)
     for folder in request.records:
         records = load_records(folder)
         say(f"{records.manifest.dataset}: building the outcome table")
@@ -69,6 +76,7 @@ def run_coordination(
             text=text,
         )
         summary = dataset_summary(result)
+        summary["grade_warnings"] = warned[folder]
         if table.dataset in grouped:
             kept[table.dataset] = result
         if table.answer_kind == "code":

@@ -72,7 +72,9 @@ def run_over_http(
         reply.raise_for_status()
         body = reply.json()
         tokens += int(body["usage"]["completion_tokens"])
-        verdict = grade_text(kind, reference, body["choices"][0]["message"]["content"])
+        verdict = grade_text(
+            kind, reference, body["choices"][0]["message"]["content"], question=question
+        )
         if role == VERIFIER:
             now = current()
             accepted = now is not None and agree(verdict.answer, now.answer)

@@ -76,6 +76,9 @@ def run_dataset(
         families.append(("example filter", baselines.example_filter_family(table)))
         families.append(("filter and cluster", baselines.filter_and_cluster_family(table)))
     for family_name, family in families:
+        if not family:  # e.g. a cascade with no cheaper model: every price 0
+            say(f"{family_name}: no configuration fits this pool (no cheaper model); skipped")
+            continue
         result.frontier += family
         chosen = select_best(family, train, 0.0, cost_unit)
         chosen.note = f"{family_name}: train-selected for accuracy"

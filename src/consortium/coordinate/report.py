@@ -246,6 +246,11 @@ def _coverage_lines(summary: Mapping[str, Any]) -> list[str]:
     return [f"- {ExampleCoverage(**found).text()}"] if found else []
 
 
+def _grade_warning_lines(summary: Mapping[str, Any]) -> list[str]:
+    """Verdicts that disagree with the source's, said before any figure that rests on them."""
+    return [f"- **{line}**" for line in summary.get("grade_warnings", [])]
+
+
 def plot_name(out: Path, dataset: str) -> str:
     """A frontier plot's file name, beside the report and named after it (two reports in one
     folder, such as the optimizer table's, must not overwrite each other's plots)."""
@@ -274,7 +279,7 @@ def markdown(
     stem: Path,
     groups: Sequence[Mapping[str, Any]] = (),
 ) -> str:
-    out = ["# Answer-aware coordination on recorded outputs (issue 25)", "", declared(summaries)]
+    out = ["# Answer-aware coordination on recorded outputs", "", declared(summaries)]
     out.append("")
     for s in summaries:
         out += [
@@ -282,6 +287,7 @@ def markdown(
             f"{_ungraded_text(s.get('ungraded_questions', 0))}; best single on train: "
             f"{s['best_single']}, {s['best_single_accuracy']:.2f} on test)",
             "",
+            *_grade_warning_lines(s),
             *target_lines(s, targets.get(s["dataset"])),
             *_coverage_lines(s),
             "",

@@ -1,6 +1,6 @@
-"""Issue 25's accuracy targets and the policies they are judged on: one target per data set, and
-targets on the mean over several data sets (RouterBench's three), judged with a paired bootstrap
-that resamples each set's questions on its own."""
+"""The coordination report's accuracy targets and the policies they are judged on: one target
+per data set, and targets on the mean over several data sets (RouterBench's three), judged with a
+paired bootstrap that resamples each set's questions on its own."""
 
 from __future__ import annotations
 

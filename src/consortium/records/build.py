@@ -118,7 +118,7 @@ def _verdicts(
                     runs[run] = pool.submit(sandboxed, output)
                 futures[i] = runs[run]
         verdicts: list[Verdict] = []
-        cache: dict[tuple[str | None, str | None, str], Verdict] = {}
+        cache: dict[tuple[str | None, str | None, str, str | None], Verdict] = {}
         for i, output in enumerate(outputs):
             reference = references[output.question_id]
             if kind == "code":
@@ -130,9 +130,12 @@ def _verdicts(
                 assert answer is None or isinstance(answer, str)
                 verdicts.append(replace(grade_math(reference, answer), answer=answer))
             else:
-                key = (reference, output.response, str(output.task.get("letters", "ABCD")))
+                letters = output.task.get("letters")
+                key = (reference, output.response, output.question, letters)
                 if key not in cache:
-                    cache[key] = grade_text(kind, reference, output.response, key[2])
+                    cache[key] = grade_text(
+                        kind, reference, output.response, question=output.question, letters=letters
+                    )
                 verdicts.append(cache[key])
             tick()
     return verdicts

@@ -14,7 +14,7 @@ from typing import Any
 from consortium.records.schema import AnswerKind
 from consortium.sandbox.runner import Sandbox
 from consortium.tasks.base import Task
-from consortium.tasks.choice import extract_choice
+from consortium.tasks.choice import Choices, extract_choice
 from consortium.tasks.code import CodeGrader, extract_code
 from consortium.tasks.dates import extract_date, normalise_date
 from consortium.tasks.math import MAX_ANSWER_CHARS, equivalent, extract_answer
@@ -22,7 +22,8 @@ from consortium.tasks.math import MAX_ANSWER_CHARS, equivalent, extract_answer
 GRADER_NAMES: dict[str, str] = {
     "number": "consortium.tasks.math (extract_answer + math-verify equivalence)",
     "latex": "consortium.tasks.math (extract_answer + math-verify equivalence)",
-    "choice": "consortium.tasks.choice.extract_choice (letter equality)",
+    "choice": "consortium.tasks.choice.extract_choice (letter equality; the letters read from "
+    "the question's options unless declared)",
     "date": "consortium.tasks.dates (MM/DD/YYYY, compared as dates)",
     "code": "consortium.tasks.code.CodeGrader (the task's own tests in the sandbox)",
     "text": "none (no grader for free text)",
@@ -58,11 +59,11 @@ def grade_math(reference: str | None, response: str | None) -> Verdict:
     return Verdict(extracted, equivalent(reference, extracted))
 
 
-def grade_choice(reference: str | None, response: str | None, letters: str) -> Verdict:
-    chosen = extract_choice(response, letters) if response else None
+def grade_choice(reference: str | None, response: str | None, choices: Choices) -> Verdict:
+    chosen = extract_choice(response, choices) if response else None
     if reference is None:
         return Verdict(chosen, None)
-    return Verdict(chosen, chosen == reference.strip().upper())
+    return Verdict(chosen, chosen is not None and chosen == choices.letter_of(reference))
 
 
 def grade_date(reference: str | None, response: str | None) -> Verdict:
@@ -109,13 +110,19 @@ class CodeVerdicts:
 
 
 def grade_text(
-    kind: AnswerKind, reference: str | None, response: str | None, letters: str = "ABCD"
+    kind: AnswerKind,
+    reference: str | None,
+    response: str | None,
+    *,
+    question: str = "",
+    letters: str | None = None,
 ) -> Verdict:
-    """Any kind but code (which needs the task's tests: `CodeVerdicts`)."""
+    """Any kind but code (which needs the task's tests: `CodeVerdicts`). A choice reads the
+    letters and option texts from `question` unless `letters` declares them."""
     if kind in ("number", "latex"):
         return grade_math(reference, response)
     if kind == "choice":
-        return grade_choice(reference, response, letters)
+        return grade_choice(reference, response, Choices.of(question, letters))
     if kind == "date":
         return grade_date(reference, response)
     return Verdict(None, None)

@@ -3,20 +3,23 @@ kind and model come from the command line, so another file of the same layout ne
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from consortium.records.build import Part, build_dataset
 from consortium.records.errors import RecordsError
 from consortium.records.importers.base import SourceImport
 from consortium.records.importers.humaneval_runs import read_humaneval_runs
+from consortium.records.importers.inspect_logs import read_inspect_log
+from consortium.records.importers.lm_eval_logs import read_lm_eval
+from consortium.records.importers.mapped import check_aligned, read_mapped
 from consortium.records.importers.modelswitch import read_modelswitch
 from consortium.records.importers.motcascade import read_motcascade
 from consortium.records.importers.rereading import read_rereading
 from consortium.records.importers.routerbench import load_mbpp_tests, read_routerbench
 from consortium.records.importers.split2 import read_split2
 from consortium.records.rows import OutputRow
-from consortium.records.schema import AnswerKind, Manifest
+from consortium.records.schema import AnswerKind, ImportRecipe, Manifest, RecipeFile
 
 
 def _model(model: str | None, layout: str) -> str:
@@ -26,6 +29,14 @@ def _model(model: str | None, layout: str) -> str:
 
 
 Reader = Callable[[Path, str | None, str, Path | None], SourceImport]
+FIELDS_LAYOUT = "fields"
+"""Any JSONL / JSON / CSV / Parquet file or `datasets` folder, read through a field map."""
+
+
+def _mapped(field_map: Mapping[str, str]) -> Reader:
+    return lambda path, model, _m, _t: read_mapped(path, model, field_map)
+
+
 LAYOUTS: dict[str, Reader] = {
     "rereading": lambda path, model, method, _: read_rereading(
         path, _model(model, "rereading"), method or "cot"
@@ -38,16 +49,21 @@ LAYOUTS: dict[str, Reader] = {
     ),
     "split2-choice": lambda path, _model_, _m, _t: read_split2(path, choice=True),
     "split2-sampled": lambda path, _model_, _m, _t: read_split2(path, choice=False),
+    "inspect": lambda path, model, _m, _t: read_inspect_log(path, model),
+    "lm-eval": lambda path, model, method, _t: read_lm_eval(path, model, method),
+    FIELDS_LAYOUT: _mapped({}),  # the map comes with import_files (field_map)
 }
 
 
 def import_files(
     layout: str,
-    paths: list[Path],
+    paths: Sequence[Path] = (),
     *,
     dataset: str,
     kind: AnswerKind,
     model: str | None = None,
+    files: Sequence[tuple[Path, str | None]] = (),
+    field_map: Mapping[str, str] | None = None,
     method: str = "",
     mbpp_tests: Path | None = None,
     repo: str = "unknown",
@@ -56,10 +72,55 @@ def import_files(
     created_by: str = "consortium records import-file",
     limit: int | None = None,
 ) -> tuple[Manifest, list[OutputRow]]:
+    """`paths` hold `model`'s outputs, `files` pair each path with its own model; the manifest
+    keeps the recipe (absolute paths) that `consortium records reimport` runs again."""
     if layout not in LAYOUTS:
         raise RecordsError(f"unknown layout {layout!r}; known: {', '.join(LAYOUTS)}")
-    read = LAYOUTS[layout]
+    if field_map and layout != FIELDS_LAYOUT:
+        raise RecordsError(f"a field map (--map) is for --layout {FIELDS_LAYOUT}, not {layout}")
+    pairs = [(path, model) for path in paths] + [(path, m or model) for path, m in files]
+    if not pairs:
+        raise RecordsError("no source files given")
+    read = _mapped(field_map or {}) if layout == FIELDS_LAYOUT else LAYOUTS[layout]
+    imported = [read(path, m, method, mbpp_tests) for path, m in pairs]
+    if layout == FIELDS_LAYOUT:
+        check_aligned(imported, field_map or {})
     parts = [
-        Part(read(path, model, method, mbpp_tests), repo, commit, path.parent) for path in paths
+        Part(source, repo, commit, path.parent)
+        for source, (path, _) in zip(imported, pairs, strict=True)
     ]
-    return build_dataset(dataset, kind, parts, licence=licence, created_by=created_by, limit=limit)
+    manifest, rows = build_dataset(
+        dataset, kind, parts, licence=licence, created_by=created_by, limit=limit
+    )
+    recipe = ImportRecipe(
+        layout=layout,
+        dataset=dataset,
+        kind=kind,
+        files=[RecipeFile(path=str(path.resolve()), model=m) for path, m in pairs],
+        map=dict(field_map or {}),
+        method=method,
+        mbpp_tests=None if mbpp_tests is None else str(mbpp_tests.resolve()),
+        repo=repo,
+        commit=commit,
+        licence=licence,
+        limit=limit,
+    )
+    notes = list(dict.fromkeys(manifest.notes))  # each file's reader states the same choices
+    return manifest.model_copy(update={"recipe": recipe, "notes": notes}), rows
+
+
+def reimport(recipe: ImportRecipe) -> tuple[Manifest, list[OutputRow]]:
+    """The data set a stored recipe describes, imported again from its files."""
+    return import_files(
+        recipe.layout,
+        dataset=recipe.dataset,
+        kind=recipe.kind,
+        files=[(Path(file.path), file.model) for file in recipe.files],
+        field_map=recipe.map,
+        method=recipe.method,
+        mbpp_tests=None if recipe.mbpp_tests is None else Path(recipe.mbpp_tests),
+        repo=recipe.repo,
+        commit=recipe.commit,
+        licence=recipe.licence,
+        limit=recipe.limit,
+    )

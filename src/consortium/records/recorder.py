@@ -35,7 +35,7 @@ from consortium.records.schema import (
 from consortium.records.split import split_rule
 from consortium.records.store import Records, write_records
 from consortium.tasks.base import Task, TaskSet
-from consortium.tasks.choice import extract_choice
+from consortium.tasks.choice import Choices, extract_choice
 from consortium.tasks.code import extract_code
 from consortium.tasks.dates import extract_date
 from consortium.tasks.math import extract_answer
@@ -94,7 +94,7 @@ def _answer(kind: AnswerKind, task: Task, text: str) -> str | None:
     if kind in ("number", "latex"):
         return extract_answer(text)[0]
     if kind == "choice":
-        return extract_choice(text, task.meta.get("letters", "ABCD"))
+        return extract_choice(text, Choices.of(task.question, task.meta.get("letters")))
     if kind == "date":
         return extract_date(text)
     if kind == "code":

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from consortium.records.agreement import AGREEMENT_FLOOR, GradeWarning, grade_warnings
 from consortium.records.store import Records
 
 
@@ -94,10 +95,13 @@ def write_report(
     summaries: list[ModelSummary] = []
     disagreements: list[Disagreement] = []
     code_sets = {r.manifest.dataset for r in all_records if r.manifest.answer_kind == "code"}
+    warnings: list[GradeWarning] = []
     for records in all_records:
         found, differ = summarise(records)
         summaries += found
         disagreements += differ
+        warnings += grade_warnings(records)
+    warned = {(w.dataset, w.model) for w in warnings}
     lines = [
         "# Recorded outputs imported into the records format",
         "",
@@ -121,9 +125,18 @@ def write_report(
         cost = f"{s.cost_usd:.2f}{'*' if s.cost_estimated else ''}"
         lines.append(
             f"| {s.dataset} | {s.model} | {s.questions} | {s.samples} | {s.graded} | "
-            f"{_cell(s.ours)} | {s.source_graded} | {_cell(s.source)} | {_cell(s.agreement)} | "
+            f"{_cell(s.ours)} | {s.source_graded} | {_cell(s.source)} | {_cell(s.agreement)}"
+            f"{' ⚠' if (s.dataset, s.model) in warned else ''} | "
             f"{s.disagreements} | {cost} |"
         )
+    if warnings:
+        lines += [
+            "",
+            f"⚠ Our grades and the source's agree on fewer than {AGREEMENT_FLOOR:g} % of these "
+            "models' rows; a policy trained on either verdict learns that grader's reading:",
+            "",
+            *[f"- {w.line()}" for w in warnings],
+        ]
     lines += ["", "## Data sets", ""]
     for records in all_records:
         m = records.manifest

@@ -6,10 +6,10 @@ per (question, model, sample). See docs/records.md for what each field means.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
@@ -72,6 +72,32 @@ class Split(BaseModel):
     test_fraction: float = Field(gt=0, lt=1)
 
 
+class RecipeFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str
+    """Resolved, absolute."""
+    model: str | None = None
+
+
+class ImportRecipe(BaseModel):
+    """How `consortium records import-file` made a folder, so that `consortium records reimport`
+    makes it again in one command."""
+
+    model_config = ConfigDict(extra="forbid")
+    layout: str
+    dataset: str
+    kind: AnswerKind
+    files: list[RecipeFile]
+    map: dict[str, str] = Field(default_factory=dict)
+    """The field map of layout `fields` (field -> path in a row)."""
+    method: str = ""
+    mbpp_tests: str | None = None
+    repo: str = "unknown"
+    commit: str = "unknown"
+    licence: str = "not stated"
+    limit: int | None = None
+
+
 class Manifest(BaseModel):
     """The header of a data set, readable without loading its rows."""
 
@@ -89,3 +115,13 @@ class Manifest(BaseModel):
     notes: list[str] = Field(default_factory=list)
     """Declared choices and quirks of this import (estimates, fixed gold, dropped rows)."""
     created_by: str
+    recipe: ImportRecipe | None = None
+    """Set by `records import-file` (absent in older manifests and other imports)."""
+
+    @model_serializer(mode="wrap")
+    def _recipe_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A manifest without a recipe is written as before (no `recipe: null`)."""
+        data: dict[str, Any] = handler(self)
+        if data.get("recipe") is None:
+            data.pop("recipe", None)
+        return data

@@ -8,6 +8,7 @@ import random
 from typing import Any
 
 from consortium.core.errors import TaskSpecError
+from consortium.records.agreement import GradeWarning, grade_warnings
 from consortium.records.errors import RecordsError
 from consortium.records.grading import CodeVerdicts, grade_text
 from consortium.records.schema import AnswerKind
@@ -42,12 +43,22 @@ class RecordsGrader:
         if self._code is not None:
             verdict = self._code.grade(task.meta, answer)
         else:
-            verdict = grade_text(self.kind, reference, answer, task.meta.get("letters", "ABCD"))
+            verdict = grade_text(
+                self.kind,
+                reference,
+                answer,
+                question=task.question,
+                letters=task.meta.get("letters"),
+            )
         correct = bool(verdict.correct)
         return Grade(correct, float(correct), f"answer: {(verdict.answer or '')[:100]}")
 
 
-def records_tasks(folder: str, split: str | None = None) -> tuple[list[Task], AnswerKind, str]:
+def records_tasks(
+    folder: str, split: str | None = None
+) -> tuple[list[Task], AnswerKind, str, list[GradeWarning]]:
+    """The questions of a split, the answer kind, the data set's name, and the warnings on its
+    verdicts (`consortium.records.agreement`)."""
     loaded = load_records(folder)
     manifest = loaded.manifest
     seen: dict[str, Task] = {}
@@ -65,7 +76,7 @@ def records_tasks(folder: str, split: str | None = None) -> tuple[list[Task], An
         seen[question_id] = Task(
             question_id, row["question"], manifest.dataset, part, row["reference"], meta
         )
-    return list(seen.values()), manifest.answer_kind, manifest.dataset
+    return list(seen.values()), manifest.answer_kind, manifest.dataset, grade_warnings(loaded)
 
 
 def records_task_set(spec: TaskSpec) -> TaskSet:
@@ -77,7 +88,7 @@ def records_task_set(spec: TaskSpec) -> TaskSet:
     if split not in ("train", "test", "all"):
         raise TaskSpecError(f"--tasks records: split must be train, test or all, got {split!r}")
     try:
-        tasks, kind, dataset = records_tasks(path, split)
+        tasks, kind, dataset, warnings = records_tasks(path, split)
     except RecordsError as error:
         raise TaskSpecError(f"--tasks records: {error}") from None
     limit = spec.get_int("limit")
@@ -86,4 +97,9 @@ def records_task_set(spec: TaskSpec) -> TaskSet:
         tasks = [tasks[i] for i in chosen]
     if not tasks:
         raise TaskSpecError(f"--tasks records: no questions in {path} (split {split})")
-    return TaskSet(tasks, RecordsGrader(kind), f"{dataset} from records {path} (split {split})")
+    description = f"{dataset} from records {path} (split {split})"
+    if warnings:
+        models = ", ".join(w.model for w in warnings)
+        description += f"; our grades disagree with the source's for {models}"
+    lines = tuple(w.line() for w in warnings)
+    return TaskSet(tasks, RecordsGrader(kind), description, warnings=lines)

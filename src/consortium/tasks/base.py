@@ -34,3 +34,6 @@ class TaskSet:
     description: str
     groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Named groups of datasets a report averages over (e.g. in- and out-of-distribution)."""
+    warnings: tuple[str, ...] = ()
+    """What a command should say before it uses these tasks (e.g. verdicts that disagree with
+    the source's)."""
