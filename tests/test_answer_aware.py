@@ -16,12 +16,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+from consortium.coord.answers.classes import NO_ANSWER
+from consortium.coord.answers.keys import agreement_for
 from consortium.coordinate import baselines
-from consortium.coordinate.answer_keys import agreement_for
 from consortium.coordinate.code_checks import CheckResult, check_all
 from consortium.coordinate.docstring_examples import docstring_examples
 from consortium.coordinate.episodes import VERIFIER, WORKER, Episodes
-from consortium.coordinate.outcomes import NO_ANSWER, OutcomeTable, build_table, classes_of
+from consortium.coordinate.outcomes import OutcomeTable, build_table, classes_of
 from consortium.coordinate.pipeline import READING, run_dataset
 from consortium.coordinate.report import target_lines
 from consortium.coordinate.runs import train_accuracy, vote

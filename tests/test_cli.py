@@ -139,7 +139,7 @@ def test_ask_traces_and_export_keep_the_key_out(
     asked = cli("ask", "--pool", str(pool_file), "--model", "Mistral-7B-v0.1", question, env=env)
     assert asked.returncode == 0, asked.stderr
     assert "The answer is" in asked.stdout
-    assert "single:Mistral-7B-v0.1 · 1 call(s)" in asked.stderr
+    assert "single:Mistral-7B-v0.1 · answered by Mistral-7B-v0.1 · 1 call(s)" in asked.stderr
     run_id = asked.stderr.split("· run ")[-1].strip()
     listed = cli("traces", "list", env=env)
     assert run_id in listed.stdout, listed.stdout

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from consortium.coord.answers.keys import agreement_for
 from consortium.coordinate import baselines
-from consortium.coordinate.answer_keys import agreement_for
 from consortium.coordinate.outcomes import OutcomeTable, Verdicts, build_table
 from consortium.coordinate.pipeline import DatasetResult
 from consortium.coordinate.report import declared, group_lines

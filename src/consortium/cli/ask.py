@@ -13,6 +13,7 @@ from consortium.pool.config import load_pool
 from consortium.runtime.telemetry import Telemetry
 
 if TYPE_CHECKING:
+    from consortium.coord.base import Outcome
     from consortium.coord.conductor.executor import WorkflowRun
 
 from consortium.cli.app import app, console, err_console
@@ -55,21 +56,26 @@ def ask(
     )
     store = TraceStore(traces)
 
-    async def go(run_id: str) -> tuple[str, Caller]:
+    async def go(run_id: str) -> tuple[Outcome, Caller]:
         async with Pool(config) as members:
             caller = Caller(members, store, run_id, telemetry=Telemetry.from_env())
             task_caller = caller.for_task("ask", coordinator.name)
             outcome = await coordinator.run(Task("ask", question, "ask", "none"), task_caller)
-            return outcome.answer, caller
+            return outcome, caller
 
     with store.running("ask", pool=str(pool)) as run:
-        answer, caller = asyncio.run(go(run.run_id))
+        outcome, caller = asyncio.run(go(run.run_id))
     run_id = run.run_id
-    console.print(answer)
+    console.print(outcome.answer, markup=False, highlight=False)
     budget = caller.budget
+    answered = f" · answered by {outcome.model}" if outcome.model else ""
+    stop = next((n for n in outcome.notes if n.startswith("stop: ")), "")
     err_console.print(
-        f"[dim]{coordinator.name} · {budget.calls} call(s) · {budget.tokens} tokens · "
-        f"${budget.cost:.6f} · run {run_id}[/dim]"
+        f"{coordinator.name}{answered}{f' ({stop})' if stop else ''} · {budget.calls} call(s) · "
+        f"{budget.tokens} tokens · ${budget.cost:.6f} · run {run_id}",
+        style="dim",
+        markup=False,
+        highlight=False,
     )
 
 

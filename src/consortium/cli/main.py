@@ -11,8 +11,9 @@ import typer
 # importing a command module registers its commands, in the order `--help` lists them
 # isort: off
 from consortium.cli import ask, evaluate, evolve, serve, demo  # noqa: F401
-from consortium.cli import replay, pool, traces, records, record, coordinate  # noqa: F401
-from consortium.cli import train_trinity, train_conductor, train_compare  # noqa: F401
+from consortium.cli import replay, pool, traces, records, records_files, record  # noqa: F401
+from consortium.cli import coordinate  # noqa: F401
+from consortium.cli import train_coordinator, train_trinity, train_conductor, train_compare  # noqa: F401
 
 # isort: on
 from consortium.cli.app import app, err_console

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from consortium.coord.answers.rules import rule_models
 from consortium.coord.base import Coordinator
 from consortium.core.errors import ConsortiumError, CoordinatorError
 from consortium.pool.config import PoolConfig
@@ -37,7 +38,16 @@ def _build(text: str, config: PoolConfig, seed: int) -> Coordinator:
     if text.startswith("workflow:"):
         return workflow_from_spec(text, config)
     if Path(text).is_dir():
+        from consortium.coord.answers.folder import (
+            is_answer_policy,
+            load_answer_policy,
+            read_policy,
+        )
         from consortium.coord.trinity.policy import load_policy
+
+        if is_answer_policy(Path(text)):
+            models = rule_models(read_policy(Path(text)).rule())
+            return load_answer_policy(Path(text), {m: pool_name(config, m) for m in models})
 
         coordinator = load_policy(Path(text))
         for name in coordinator.models:
@@ -61,3 +71,15 @@ class SpecBuilder:
 
     def __call__(self, config: PoolConfig) -> Coordinator:
         return build_coordinator(self.spec, config, self.seed)
+
+
+def pool_name(config: PoolConfig, model: str) -> str:
+    """The pool's name for a policy's model: the entry of that name, else the one entry that
+    serves that endpoint model id (a records model `meta/llama-2-70b-chat` is the pool's
+    `llama-2-70b-chat`); else UnknownModelError, one line naming the model."""
+    if model in config.names:
+        return model
+    serving = [entry.name for entry in config.models if entry.model == model]
+    if len(serving) == 1:
+        return serving[0]
+    return config.get(model).name  # raises, naming the model and the pool's

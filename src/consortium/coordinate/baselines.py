@@ -11,20 +11,21 @@ from itertools import combinations, permutations
 
 import numpy as np
 
+from consortium.coord.answers.rules import MAX_SAMPLES as RULE_MAX_SAMPLES
+from consortium.coord.answers.rules import ModelSwitch, MotCascade, SingleAnswer, WeightedVote
 from consortium.coordinate.outcomes import OutcomeTable, Sample
+from consortium.coordinate.rule_runs import run_rule
 from consortium.coordinate.runs import (
     Asked,
     PolicyRun,
     charge,
     new_run,
-    plurality_share,
     train_accuracy,
     train_cost,
-    unanimous,
     vote,
 )
 
-MAX_SAMPLES = 5
+MAX_SAMPLES = RULE_MAX_SAMPLES
 """Self-consistency and ModelSwitch ask a model for at most this many recorded samples."""
 
 
@@ -34,12 +35,16 @@ def _up_to(table: OutcomeTable, q: int, models: Sequence[int], limit: int) -> As
     return [(m, k) for m in models for k in range(min(len(table.samples[q][m]), limit))]
 
 
+def _first_samples(table: OutcomeTable, q: int, models: Sequence[int]) -> Asked:
+    return [(m, 0) for m in models if table.samples[q][m]]
+
+
+def _named(table: OutcomeTable, values: np.ndarray) -> dict[str, float]:
+    return {name: float(values[m]) for m, name in enumerate(table.models)}
+
+
 def single(table: OutcomeTable, m: int) -> PolicyRun:
-    run = new_run(table.models[m], table, "single")
-    for q in range(table.n_questions):
-        asked: Asked = [(m, 0)] if table.samples[q][m] else []
-        charge(run, table, q, asked, table.samples[q][m][0] if asked else None)
-    return run
+    return run_rule(table, SingleAnswer(table.models[m]), table.models[m], "single")
 
 
 def self_consistency(table: OutcomeTable, m: int) -> PolicyRun | None:
@@ -47,58 +52,46 @@ def self_consistency(table: OutcomeTable, m: int) -> PolicyRun | None:
     counts = [len(table.samples[q][m]) for q in range(table.n_questions)]
     if max(counts) < 2:
         return None
-    weights = np.ones(table.n_models)
-    run = new_run(f"self-consistency {table.models[m]} (≤{MAX_SAMPLES})", table)
-    for q in range(table.n_questions):
-        asked = _up_to(table, q, [m], MAX_SAMPLES)
-        charge(run, table, q, asked, vote(table, q, asked, weights) if asked else None)
-    return run
+    name = table.models[m]
+    rule = WeightedVote((name,), {name: 1.0}, MAX_SAMPLES)
+    return run_rule(table, rule, f"self-consistency {name} (≤{MAX_SAMPLES})")
 
 
-def _first_samples(table: OutcomeTable, q: int, models: Sequence[int]) -> Asked:
-    return [(m, 0) for m in models if table.samples[q][m]]
+def weighted_vote_rule(table: OutcomeTable, models: Sequence[int] | None = None) -> WeightedVote:
+    """Every model's first sample, each weighted by its train accuracy (the honest bar)."""
+    chosen = range(table.n_models) if models is None else models
+    names = tuple(table.models[m] for m in chosen)
+    return WeightedVote(names, _named(table, train_accuracy(table)))
 
 
 def weighted_vote(table: OutcomeTable, models: Sequence[int] | None = None) -> PolicyRun:
     """Every model's first sample, each weighted by its train accuracy (the honest bar)."""
-    weights = train_accuracy(table)
-    chosen = list(range(table.n_models)) if models is None else list(models)
-    run = new_run("weighted vote (train accuracy)", table, "vote")
-    for q in range(table.n_questions):
-        asked = _first_samples(table, q, chosen)
-        charge(run, table, q, asked, vote(table, q, asked, weights))
-    return run
+    rule = weighted_vote_rule(table, models)
+    return run_rule(table, rule, "weighted vote (train accuracy)", "vote")
 
 
 def majority_top(table: OutcomeTable, k: int) -> PolicyRun:
     """Plain majority of the k most accurate (train) models' first samples; ties to the best."""
     accuracy = train_accuracy(table)
-    top = list(np.argsort(-accuracy, kind="stable")[:k])
-    weights = np.zeros(table.n_models)
-    weights[top] = 1.0 + accuracy[top] * 1e-6  # one vote each; accuracy only breaks ties
-    run = new_run(f"majority of top {k}", table, "vote")
-    run.params = {"models": [table.models[m] for m in top]}
-    for q in range(table.n_questions):
-        asked = _first_samples(table, q, top)
-        charge(run, table, q, asked, vote(table, q, asked, weights))
+    top = [table.models[m] for m in np.argsort(-accuracy, kind="stable")[:k]]
+    named = _named(table, accuracy)
+    weights = {m: 1.0 + named[m] * 1e-6 for m in top}  # one vote each; accuracy breaks ties
+    run = run_rule(table, WeightedVote(tuple(top), weights), f"majority of top {k}", "vote")
+    run.params = {"models": top}
     return run
 
 
-def model_switch(table: OutcomeTable) -> PolicyRun:
+def model_switch_rule(table: OutcomeTable) -> ModelSwitch:
     """ModelSwitch's rule: ask models in train-accuracy order, each for its recorded samples (at
     most MAX_SAMPLES); stop once at least two answers are gathered and all agree; the answer is
     the majority of everything gathered (weights: train accuracy, for ties)."""
     accuracy = train_accuracy(table)
-    order = list(np.argsort(-accuracy, kind="stable"))
-    run = new_run("ModelSwitch rule", table, "cascade")
-    for q in range(table.n_questions):
-        asked: Asked = []
-        for m in order:
-            asked += _up_to(table, q, [m], MAX_SAMPLES)
-            if len(asked) >= 2 and unanimous(table, q, asked):
-                break
-        charge(run, table, q, asked, vote(table, q, asked, accuracy))
-    return run
+    order = tuple(table.models[m] for m in np.argsort(-accuracy, kind="stable"))
+    return ModelSwitch(order, _named(table, accuracy), MAX_SAMPLES)
+
+
+def model_switch(table: OutcomeTable) -> PolicyRun:
+    return run_rule(table, model_switch_rule(table), "ModelSwitch rule", "cascade")
 
 
 def mot_cascade(
@@ -107,21 +100,13 @@ def mot_cascade(
     """MoT-style cascade: ask the cheap models (every recorded sample, at most MAX_SAMPLES each);
     when the most common answer holds at least `threshold` of them (and two or more answered),
     accept it; otherwise ask the strong model, whose answer is final (as in MoT)."""
-    accuracy = train_accuracy(table)
-    names = "+".join(table.models[m] for m in cheap)
-    run = new_run(f"MoT cascade [{names} ≥{threshold:.2f} → {table.models[strong]}]", table)
-    run.family = "cascade"
-    run.params = {"cheap": [table.models[m] for m in cheap], "strong": table.models[strong]}
-    run.params["threshold"] = threshold
-    for q in range(table.n_questions):
-        asked = _up_to(table, q, cheap, MAX_SAMPLES)
-        if len(asked) >= 2 and plurality_share(table, q, asked) >= threshold:
-            charge(run, table, q, asked, vote(table, q, asked, accuracy))
-            continue
-        asked.append((strong, 0))
-        charge(
-            run, table, q, asked, table.samples[q][strong][0] if table.samples[q][strong] else None
-        )
+    names = tuple(table.models[m] for m in cheap)
+    rule = MotCascade(
+        names, table.models[strong], threshold, _named(table, train_accuracy(table)), MAX_SAMPLES
+    )
+    title = f"MoT cascade [{'+'.join(names)} ≥{threshold:.2f} → {table.models[strong]}]"
+    run = run_rule(table, rule, title, "cascade")
+    run.params = {"cheap": list(names), "strong": table.models[strong], "threshold": threshold}
     return run
 
 

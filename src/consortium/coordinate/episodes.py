@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from consortium.coordinate.outcomes import NO_ANSWER, OutcomeTable, Sample
+from consortium.coord.answers.classes import NO_ANSWER
+from consortium.coordinate.outcomes import OutcomeTable, Sample
 from consortium.coordinate.transcript_text import TranscriptText
 
 WORKER, VERIFIER = 0, 1

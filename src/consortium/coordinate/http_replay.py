@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from consortium.coordinate.answer_keys import agreement_for
+from consortium.coord.answers.keys import agreement_for
 from consortium.coordinate.episodes import VERIFIER
 from consortium.core.wire import SAMPLE_HEADER
 from consortium.records.grading import Verdict, grade_text

@@ -5,17 +5,16 @@ its own docstring examples)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
+from consortium.coord.answers.classes import NO_ANSWER, AnswerClasses, AnswerKey, Equivalence
 from consortium.records.errors import RecordsError
 from consortium.records.split import split_of
 from consortium.records.store import Records
-
-NO_ANSWER = -1
 
 Verdicts = Literal["ours", "source"]
 """Whose verdict says a sample is right: ours (the records set's grader, named in its manifest)
@@ -70,36 +69,10 @@ class OutcomeTable:
         )
 
 
-AnswerKey = Callable[[str], str | None]
-"""Maps an extracted answer to a hashable key; answers with equal keys agree."""
-Equivalence = Callable[[str, str], bool]
-"""Decides agreement of two answers whose keys differ (e.g. LaTeX via math-verify)."""
-
-
 def classes_of(answers: list[str | None], key: AnswerKey, same: Equivalence | None) -> list[int]:
-    """Agreement classes for one question's answers: equal keys agree; with `same`, answers of
-    different keys are merged when `same` says they are equivalent (first representative)."""
-    representatives: list[str] = []
-    by_key: dict[str, int] = {}
-    out: list[int] = []
-    for answer in answers:
-        found = key(answer) if answer is not None else None
-        if found is None:
-            out.append(NO_ANSWER)
-            continue
-        if found not in by_key:
-            match = None
-            if same is not None:
-                for index, representative in enumerate(representatives):
-                    if same(representative, found):
-                        match = index
-                        break
-            if match is None:
-                representatives.append(found)
-                match = len(representatives) - 1
-            by_key[found] = match
-        out.append(by_key[found])
-    return out
+    """Agreement classes for one question's answers, in order (`AnswerClasses`)."""
+    classes = AnswerClasses(key, same)
+    return [classes.add(answer) for answer in answers]
 
 
 def build_table(

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from consortium.coordinate.outcomes import NO_ANSWER, OutcomeTable, Sample
+from consortium.coord.answers.rules import Seen, weighted_plurality
+from consortium.coordinate.outcomes import OutcomeTable, Sample
 
 Asked = list[tuple[int, int]]
 """(model, sample index) pairs a policy asked for, in order."""
@@ -46,44 +47,16 @@ def charge(
 def vote(
     table: OutcomeTable, q: int, asked: Asked, weights: Sequence[float] | np.ndarray
 ) -> Sample | None:
-    """The weighted plurality over the asked samples' answer classes (a model's samples share its
-    weight); ties go to the class of the highest-weighted model that voted for one of them, then
-    to the earliest. Returns a representative sample of the winning class (the first asked)."""
-    per_model: dict[int, int] = {}
-    for m, _ in asked:
-        per_model[m] = per_model.get(m, 0) + 1
-    score: dict[int, float] = {}
-    first: dict[int, Sample] = {}
-    best_weight: dict[int, float] = {}
-    for m, k in asked:
-        sample = table.samples[q][m][k]
-        if sample.answer_class == NO_ANSWER:
-            continue
-        c = sample.answer_class
-        score[c] = score.get(c, 0.0) + float(weights[m]) / per_model[m]
-        first.setdefault(c, sample)
-        best_weight[c] = max(best_weight.get(c, -np.inf), float(weights[m]))
-    if not score:
-        return table.samples[q][asked[0][0]][asked[0][1]] if asked else None
-    top = max(score.values())
-    tied = [c for c in score if score[c] >= top - 1e-12]
-    winner = max(tied, key=lambda c: best_weight[c])
-    return first[winner]
-
-
-def unanimous(table: OutcomeTable, q: int, asked: Asked) -> bool:
-    classes = {table.samples[q][m][k].answer_class for m, k in asked}
-    return len(classes) == 1 and NO_ANSWER not in classes
-
-
-def plurality_share(table: OutcomeTable, q: int, asked: Asked) -> float:
-    """The fraction of the asked samples in the most common answer class (no answer counts as
-    its own disagreeing vote)."""
-    classes = [table.samples[q][m][k].answer_class for m, k in asked]
-    answered = [c for c in classes if c != NO_ANSWER]
-    if not answered:
-        return 0.0
-    return max(answered.count(c) for c in set(answered)) / len(classes)
+    """The weighted plurality over the asked samples' answer classes (the rules' one vote:
+    `consortium.coord.answers.rules.weighted_plurality`); a representative sample of the winning
+    class (the first asked), or None when nothing was asked."""
+    seen = [Seen(table.models[m], k, table.samples[q][m][k].answer_class) for m, k in asked]
+    named = {name: float(weights[m]) for m, name in enumerate(table.models)}
+    chosen = weighted_plurality(seen, named)
+    if chosen is None:
+        return None
+    m, k = asked[chosen]
+    return table.samples[q][m][k]
 
 
 def train_accuracy(table: OutcomeTable) -> np.ndarray:

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from consortium.coordinate.outcomes import NO_ANSWER, OutcomeTable, Sample
+from consortium.coord.answers.classes import NO_ANSWER
+from consortium.coordinate.outcomes import OutcomeTable, Sample
 from consortium.coordinate.runs import Asked, PolicyRun, charge, new_run, train_cost
 from consortium.coordinate.selection import TOLERANCE, select_cheap
 

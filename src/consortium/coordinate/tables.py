@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from consortium.coordinate.answer_keys import agreement_for
+from consortium.coord.answers.keys import agreement_for
 from consortium.coordinate.code_checks import check_all
 from consortium.coordinate.outcomes import OutcomeTable, Verdicts, build_table
 from consortium.records.store import Records

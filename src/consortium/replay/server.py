@@ -286,7 +286,7 @@ class ReplayApp:
         )
         completion_tokens = estimate_tokens(text)
         if record.samples is not None and finish == "stop":
-            completion_tokens = max(1, record.samples[model][sample].tokens_out)
+            completion_tokens = record.samples[model][sample].tokens_out  # 0 for an empty output
         streaming = bool(body.get("stream"))
         # Streamed, the first token comes after the base latency and the rest as generated.
         delay = self.latency.base_seconds if streaming else self.latency.delay(completion_tokens)

@@ -9,10 +9,8 @@ given as an option's index, label or text becomes its letter."""
 
 from __future__ import annotations
 
-import csv
 import json
 import math
-import re
 import string
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -24,146 +22,23 @@ from consortium.records.importers.base import (
     SourceImport,
     SourceOutput,
     gold_text,
-    read_json,
-    read_jsonl,
     text_or_none,
 )
+from consortium.records.importers.field_paths import (
+    MissingPath,
+    Row,
+    Step,
+    check_map,
+    keys_of,
+    kind_of,
+    resolve,
+)
+from consortium.records.importers.row_files import read_rows
 from consortium.records.schema import SourceFile
 
-FIELDS: dict[str, str] = {
-    "question": "the question text (required)",
-    "response": "the model's response (required; a list is one sample per item)",
-    "reference": "the gold answer",
-    "id": "the question id (default: the row number, from 1)",
-    "options": "the choices, joined into the question as 'A. text' lines",
-    "correct": "the source's verdict (bool, 0/1, true/false, yes/no, correct/incorrect)",
-    "model": "a row field naming the model (files holding several models)",
-    "sample": "the sample index (default: 0, 1, … per question and model)",
-    "tokens_in": "input tokens",
-    "tokens_out": "output tokens",
-    "cost_usd": "the call's cost in USD",
-}
-REQUIRED = ("question", "response")
 LETTERS = string.ascii_uppercase
-HF_EXTRA = "pip install 'consortium[hf]'"
-
-Row = dict[str, Any]
-Step = str | int
-_SEGMENT = re.compile(r"^([^\[\]]+)((?:\[-?\d+\])*)$")
-_INDEX = re.compile(r"\[(-?\d+)\]")
 _TRUE = {"true", "yes", "correct", "1", "1.0", "y", "t"}
 _FALSE = {"false", "no", "incorrect", "0", "0.0", "n", "f"}
-
-
-# ---- the field map -------------------------------------------------------------------------
-
-
-def parse_path(text: str) -> tuple[Step, ...]:
-    """`vanilla.generation[0]` -> ("vanilla", "generation", 0)."""
-    steps: list[Step] = []
-    for segment in text.split("."):
-        match = _SEGMENT.match(segment.strip())
-        if match is None:
-            raise RecordsError(
-                f"field path {text!r}: expected keys joined by dots with [n] indexes, "
-                "e.g. question.stem, vanilla.generation[0], choices[1].text"
-            )
-        steps.append(match.group(1))
-        steps += [int(index) for index in _INDEX.findall(match.group(2))]
-    return tuple(steps)
-
-
-def check_keys(field_map: Mapping[str, str]) -> None:
-    unknown = [key for key in field_map if key not in FIELDS]
-    if unknown:
-        raise RecordsError(f"field map: unknown field {unknown[0]!r}; known: {', '.join(FIELDS)}")
-
-
-def check_map(field_map: Mapping[str, str]) -> dict[str, tuple[Step, ...]]:
-    """The map's paths, parsed; one line naming an unknown key or a missing required one."""
-    check_keys(field_map)
-    missing = [key for key in REQUIRED if not field_map.get(key)]
-    if missing:
-        raise RecordsError(
-            f"field map: {' and '.join(missing)} not mapped (layout fields needs "
-            "--map question=PATH --map response=PATH)"
-        )
-    return {key: parse_path(path) for key, path in field_map.items() if path}
-
-
-def parse_map_items(items: Sequence[str]) -> dict[str, str]:
-    """`["question=question.stem", …]` (the `--map` options) as a map; one line when malformed."""
-    field_map: dict[str, str] = {}
-    for item in items:
-        key, sep, path = item.partition("=")
-        if not sep or not key.strip() or not path.strip():
-            raise RecordsError(f"--map {item!r}: expected FIELD=PATH, e.g. question=question.stem")
-        field_map[key.strip()] = path.strip()
-    check_keys(field_map)
-    for path in field_map.values():
-        parse_path(path)
-    return field_map
-
-
-# ---- reading a row through a path ----------------------------------------------------------
-
-
-class _Missing(Exception):
-    def __init__(self, detail: str) -> None:
-        super().__init__(detail)
-        self.detail = detail
-
-
-def _shown(steps: Sequence[Step]) -> str:
-    text = ""
-    for step in steps:
-        text += f"[{step}]" if isinstance(step, int) else (f".{step}" if text else step)
-    return text
-
-
-def _keys(value: Mapping[str, Any]) -> str:
-    keys = [str(k) for k in value]
-    return ", ".join(keys[:12]) + (", …" if len(keys) > 12 else "")
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, dict):
-        return "an object"
-    return "a list" if isinstance(value, list) else f"a {type(value).__name__}"
-
-
-def _step(value: Any, step: Step, before: Sequence[Step]) -> Any:
-    where = f"'{_shown(before)}'" if before else "the row"
-    if isinstance(step, int):
-        if not isinstance(value, list):
-            raise _Missing(f"{where} is {_kind(value)}, not a list")
-        if not -len(value) <= step < len(value):
-            raise _Missing(f"{where} has {len(value)} item{'s' if len(value) != 1 else ''}")
-        return value[step]
-    if not isinstance(value, dict):
-        raise _Missing(f"{where} is {_kind(value)}, not an object")
-    if step not in value:
-        return _missing_key(value, before)
-    return value[step]
-
-
-def _missing_key(value: Mapping[str, Any], before: Sequence[Step]) -> Any:
-    if before:
-        raise _Missing(f"'{_shown(before)}' has keys: {_keys(value)}")
-    raise _Missing(f"keys: {_keys(value)}")
-
-
-def resolve(row: Row, steps: tuple[Step, ...], text: str) -> Any:
-    """The value at a path; a key holding the whole path (a CSV column `question.stem`) wins."""
-    if text in row:
-        return row[text]
-    value: Any = row
-    for i, step in enumerate(steps):
-        value = _step(value, step, steps[:i])
-    return value
-
-
-# ---- values --------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -261,13 +136,13 @@ def _option_pairs(value: Any) -> list[tuple[str | None, str]]:
         return [(str(key), str(text)) for key, text in value.items()]
     if isinstance(value, list):
         return [_option_pair(item) for item in value]
-    raise ValueError(f"expected a list or an object of options, got {_kind(value)}")
+    raise ValueError(f"expected a list or an object of options, got {kind_of(value)}")
 
 
 def _option_pair(item: Any) -> tuple[str | None, str]:
     if isinstance(item, dict):
         if "text" not in item:
-            raise ValueError(f"an option object without 'text' (keys: {_keys(item)})")
+            raise ValueError(f"an option object without 'text' (keys: {keys_of(item)})")
         label = item.get("label")
         return (None if label is None else str(label), str(item["text"]))
     return (None, str(item))
@@ -302,7 +177,7 @@ class _RowReader:
         path = self.field_map[field]
         try:
             return resolve(row, self.paths[field], path)
-        except _Missing as missing:
+        except MissingPath as missing:
             raise RecordsError(
                 f"{where.file} row {where.row}: no field '{path}' ({missing.detail})"
             ) from None
@@ -310,7 +185,7 @@ class _RowReader:
     def outputs(self, row: Row, number: int) -> Iterator[SourceOutput]:
         where = _Where(self.name, number)
         if not isinstance(row, dict):
-            raise RecordsError(f"{self.name} row {number}: expected an object, got {_kind(row)}")
+            raise RecordsError(f"{self.name} row {number}: expected an object, got {kind_of(row)}")
         question, reference, letters = self._question(row, where)
         raw_id = self.get(row, "id", where)
         question_id = str(number) if raw_id is None else gold_text(raw_id)
@@ -342,9 +217,9 @@ class _RowReader:
     def _plain(self, value: Any, field: str, where: _Where) -> None:
         """A text field that holds an object or a list is a map pointing one level too high."""
         if isinstance(value, dict | list):
-            inside = f"keys: {_keys(value)}" if isinstance(value, dict) else f"{len(value)} items"
+            inside = f"keys: {keys_of(value)}" if isinstance(value, dict) else f"{len(value)} items"
             raise where.error(
-                field, f"'{self.field_map[field]}' is {_kind(value)} ({inside}), not a text"
+                field, f"'{self.field_map[field]}' is {kind_of(value)} ({inside}), not a text"
             )
 
     def _question(self, row: Row, where: _Where) -> tuple[str, str | None, str | None]:
@@ -366,89 +241,6 @@ class _RowReader:
         letter = options.letter_of(reference)
         gold = letter or (None if reference is None else gold_text(reference))
         return f"{question.rstrip()}\n{options.block()}", gold, options.letters
-
-
-# ---- files ---------------------------------------------------------------------------------
-
-
-def _json_rows(path: Path) -> list[Any]:
-    data = read_json(path)
-    if isinstance(data, list):
-        return data
-    if isinstance(data, dict):
-        lists = [key for key, value in data.items() if isinstance(value, list)]
-        if len(lists) == 1:
-            return list(data[lists[0]])
-        found = f"it holds lists under {', '.join(lists)}" if lists else "it holds no list"
-        raise RecordsError(f"{path}: expected a list of rows, or an object holding one ({found})")
-    raise RecordsError(f"{path}: expected a list of rows, got {_kind(data)}")
-
-
-def _csv_rows(path: Path) -> list[Any]:
-    with path.open(encoding="utf-8", newline="") as handle:
-        return [
-            {key: (None if value == "" else value) for key, value in row.items()}
-            for row in csv.DictReader(handle)
-        ]
-
-
-def _parquet_rows(path: Path) -> list[Any]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        return list(pq.read_table(path).to_pylist())
-    except (pa.ArrowException, OSError) as error:
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise RecordsError(f"{path}: not a readable Parquet file ({first})") from None
-
-
-def _datasets_rows(path: Path) -> list[Any]:
-    try:
-        import datasets
-    except ImportError:
-        raise RecordsError(
-            f"{path}: reading a Hugging Face datasets folder needs the datasets library: {HF_EXTRA}"
-        ) from None
-    if (path / "dataset_dict.json").is_file():
-        splits = sorted(p.name for p in path.iterdir() if p.is_dir())
-        if len(splits) != 1:
-            raise RecordsError(
-                f"{path}: a DatasetDict with splits {', '.join(splits)}; give one split's folder "
-                f"(e.g. {path / splits[0]})"
-            )
-        path = path / splits[0]
-    if not (path / "state.json").is_file():
-        raise RecordsError(
-            f"{path}: a folder that is not a datasets folder saved with save_to_disk "
-            "(no state.json)"
-        )
-    loaded: Any = datasets.load_from_disk(str(path))
-    return list(loaded.to_list())
-
-
-SUFFIXES = {
-    ".jsonl": read_jsonl,
-    ".ndjson": read_jsonl,
-    ".json": _json_rows,
-    ".csv": _csv_rows,
-    ".parquet": _parquet_rows,
-}
-
-
-def read_rows(path: Path) -> list[Any]:
-    """The rows of a JSONL, JSON, CSV or Parquet file, or of a `datasets` folder."""
-    if path.is_dir():
-        return _datasets_rows(path)
-    if not path.is_file():
-        raise RecordsError(f"source file not found: {path}")
-    reader = SUFFIXES.get(path.suffix.lower())
-    if reader is None:
-        raise RecordsError(
-            f"{path}: unknown file type {path.suffix!r}; layout fields reads "
-            f"{', '.join(SUFFIXES)} files and Hugging Face datasets folders"
-        )
-    return list(reader(path))
 
 
 def _numbered(outputs: list[SourceOutput]) -> list[SourceOutput]:

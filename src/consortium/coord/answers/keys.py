@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from consortium.coordinate.outcomes import AnswerKey, Equivalence
+from consortium.coord.answers.classes import AnswerKey, Equivalence
 from consortium.tasks.dates import normalise_date
 from consortium.tasks.math import equivalent
 

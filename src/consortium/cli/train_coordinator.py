@@ -1,0 +1,67 @@
+"""`consortium train coordinator`: an answer-aware policy fitted on records, into a folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from consortium.cli.app import console, err_console, train_app
+
+
+@train_app.command("coordinator")
+def train_coordinator(
+    kind: Annotated[
+        str,
+        typer.Option(
+            help="vote (every model, weighted by train accuracy), model-switch (models in "
+            "train-accuracy order until two answers agree), mot-cascade (cheap models' samples, "
+            "escalate to a strong model when they disagree) or single (the best model)."
+        ),
+    ],
+    records: Annotated[
+        Path, typer.Option(help="A records folder; the policy is fitted on its train split.")
+    ],
+    out: Annotated[Path, typer.Option(help="The policy folder to write.")],
+    lam: Annotated[
+        float,
+        typer.Option(
+            help="λ of the train objective right − λ·cost (cost in units of the best single "
+            "model's mean $ per question): 0 picks for accuracy alone.",
+        ),
+    ] = 0.0,
+) -> None:
+    """Fit an answer-aware policy on a records folder's train split and write it as a policy
+    folder (policy.json: kind, answer kind, models, weights / order / threshold, the prices it
+    assumed, its train and test figures on the records, the records' hash). Every command takes
+    the folder with --policy and runs it live on any pool that has its models.
+
+    Example:
+
+      consortium train coordinator --kind mot-cascade --records records/date \\
+        --out policies/date-cascade
+      consortium eval --pool replay.toml --tasks records:path=records/date:split=test \\
+        --policy policies/date-cascade
+    """
+    from consortium.coord.answers.folder import write_policy
+    from consortium.coordinate.fit_policy import fit_answer_policy
+    from consortium.records.agreement import grade_warnings
+    from consortium.records.store import load_records
+
+    for warning in grade_warnings(load_records(records)):
+        err_console.print(warning.line(), style="bold yellow", highlight=False, markup=False)
+    command = f"consortium train coordinator --kind {kind} --records {records} --out {out}"
+    policy = fit_answer_policy(kind, records, lam=lam, created_by=command)
+    write_policy(out, policy)
+    console.print(
+        f"{policy.name}: {policy.selection}\n"
+        f"  train {policy.train.accuracy:.2f} % ({policy.train.questions} questions, "
+        f"${policy.train.usd_per_question:.5f} and {policy.train.calls_per_question:.2f} calls "
+        f"a question); test {policy.test.accuracy:.2f} % ({policy.test.questions} questions, "
+        f"${policy.test.usd_per_question:.5f}, {policy.test.calls_per_question:.2f} calls)\n"
+        f"  -> {out}",
+        highlight=False,
+        markup=False,
+        emoji=False,
+    )

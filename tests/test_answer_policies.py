@@ -1,0 +1,166 @@
+"""Answer-aware policies trained into folders and run live: `eval` of each folder against the HTTP
+replay server of the same records gives, question by question, the answer, the model that gave
+it, the calls, the tokens and the $ that the records runner (the report's path) gives."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from consortium.coord.answers.folder import load_answer_policy, read_policy, write_policy
+from consortium.coord.answers.rules import RULE_KINDS
+from consortium.coord.registry import pool_name
+from consortium.coordinate.fit_policy import fit_answer_policy
+from consortium.coordinate.rule_runs import answer_of, play
+from consortium.coordinate.tables import outcome_table
+from consortium.core.errors import ConfigError
+from consortium.evaluation.entry import EvalConfig, run_evaluation
+from consortium.records import load_records, write_records
+from consortium.records.build import build_dataset
+from consortium.records.corpora import RECIPES, import_corpus
+from consortium.replay.launch import ReplayServerProcess
+
+ROOT = Path(__file__).resolve().parents[1]
+QUESTIONS = 120
+
+
+@pytest.fixture(scope="module")
+def real() -> Path:
+    path = Path(os.environ.get("CONSORTIUM_REAL_OUTPUTS", ROOT.parent / "shared/data"))
+    if not (path / "rereading").is_dir():
+        pytest.fail(f"real recorded outputs not found at {path}; set CONSORTIUM_REAL_OUTPUTS")
+    return path
+
+
+def _gsm8k_chat_models(real: Path, out: Path) -> Path:
+    """GSM8K's six chat models (Llama-2-13B's samples are programs the import ran in the sandbox:
+    a live policy reads answers from text, so it is left out here)."""
+    recipe = RECIPES["gsm8k"]
+    parts = [p for p in recipe.parts(real) if p.imported.files[0].model != "Llama-2-13B"]
+    manifest, rows = build_dataset(
+        "gsm8k", recipe.kind, parts, licence=recipe.licence, created_by="test", limit=QUESTIONS
+    )
+    return write_records(out, manifest, rows).folder
+
+
+@pytest.fixture(scope="module")
+def folders(real: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("records")
+    made = {"gsm8k": _gsm8k_chat_models(real, root / "gsm8k")}
+    for name in ("math", "date", "rb_arc_challenge"):
+        manifest, rows = import_corpus(name, real, limit=QUESTIONS)
+        made[name] = write_records(root / name, manifest, rows).folder
+    return made
+
+
+@pytest.mark.parametrize("dataset", ["gsm8k", "math", "date", "rb_arc_challenge"])
+def test_every_kind_live_over_http_equals_the_records_runner_per_question(
+    folders: dict[str, Path], dataset: str, tmp_path: Path
+) -> None:
+    records = folders[dataset]
+    table = outcome_table(load_records(records))
+    index = {q: i for i, q in enumerate(table.question_ids)}
+    policies = []
+    for kind in RULE_KINDS:
+        policy = fit_answer_policy(kind, records)
+        write_policy(tmp_path / kind, policy)
+        policies.append(str(tmp_path / kind))
+    pool_file = tmp_path / "replay.toml"
+    with ReplayServerProcess(None, "--write-pool", str(pool_file), records=[records]):
+        result = run_evaluation(
+            EvalConfig(
+                pool_file,
+                f"records:path={records}:split=test",
+                tuple(policies),
+                baselines=False,
+                traces=f"sqlite:///{tmp_path / 'traces.db'}",
+            )
+        )
+    assert len(result.per_policy) == len(RULE_KINDS)
+    pool = result.pool
+    as_pooled = {m: pool_name(pool, m) for m in table.models}  # meta/llama-2-70b-chat ...
+    for kind, results in zip(RULE_KINDS, result.per_policy.values(), strict=True):
+        rule = read_policy(tmp_path / kind).rule()
+        mismatches = []
+        for done in results:
+            q = index[done.task.id]
+            played = play(rule, table, q)
+            expected = answer_of(table, q, played)
+            answered = [s for s in played.seen if s.available]
+            chosen = None if played.chosen is None else as_pooled[played.seen[played.chosen].model]
+            tokens = sum(table.samples[q][table.models.index(s.model)][s.sample].tokens
+                         for s in answered)  # fmt: skip
+            got = (done.grade.correct, done.outcome and done.outcome.model, done.calls, done.tokens)
+            want = (bool(expected and expected.correct), chosen, len(played.seen), tokens)
+            if got != want:
+                mismatches.append((done.task.id, got, want))
+        assert not mismatches, f"{dataset} {kind}: {len(mismatches)} differ, e.g. {mismatches[:3]}"
+        figures = read_policy(tmp_path / kind).test
+        live = 100 * sum(r.grade.correct for r in results) / len(results)
+        assert live == pytest.approx(figures.accuracy, abs=1e-3)
+        assert len(results) == figures.questions
+
+
+def test_a_policy_folder_of_another_schema_or_edited_badly_is_one_line(
+    folders: dict[str, Path], tmp_path: Path
+) -> None:
+    folder = tmp_path / "vote"
+    write_policy(folder, fit_answer_policy("vote", folders["date"]))
+    meta = json.loads((folder / "policy.json").read_text())
+    for broken, expected in [
+        ({**meta, "schema_version": 9}, "policy folder schema 9"),
+        ({**meta, "params": {"weights": {}}}, "params do not build a vote rule"),
+        ({k: v for k, v in meta.items() if k != "answer_kind"}, "answer_kind: Field required"),
+    ]:
+        (folder / "policy.json").write_text(json.dumps(broken))
+        with pytest.raises(ConfigError, match=expected):
+            load_answer_policy(folder)
+    (folder / "policy.json").write_text("{not json")
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        load_answer_policy(folder)
+
+
+def test_train_then_ask_on_the_command_line_and_a_missing_model_is_one_line(
+    folders: dict[str, Path], tmp_path: Path
+) -> None:
+    records = folders["date"]
+    out = tmp_path / "date-switch"
+    trained = _consortium(
+        "train", "coordinator", "--kind", "model-switch", "--records", str(records),
+        "--out", str(out),
+    )  # fmt: skip
+    assert trained.returncode == 0, trained.stderr
+    assert "model-switch:date" in trained.stdout and "test" in trained.stdout
+    question = load_records(records).table.column("question")[0].as_py()
+    pool_file = tmp_path / "replay.toml"
+    with ReplayServerProcess(None, "--write-pool", str(pool_file), records=[records]):
+        asked = _consortium(
+            "ask", "--pool", str(pool_file), "--policy", str(out), question,
+            "--traces", f"sqlite:///{tmp_path / 't.db'}",
+        )  # fmt: skip
+        assert asked.returncode == 0, asked.stderr
+        assert "/" in asked.stdout  # a recorded date answer, verbatim
+        pool = pool_file.read_text().replace('"gpt-4"', '"gpt-4-renamed"')  # name and id
+        (tmp_path / "short.toml").write_text(pool)
+        missing = _consortium(
+            "ask", "--pool", str(tmp_path / "short.toml"), "--policy", str(out), question,
+            "--traces", f"sqlite:///{tmp_path / 't.db'}",
+        )  # fmt: skip
+    assert missing.returncode != 0
+    assert "gpt-4" in missing.stderr and "Traceback" not in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1
+
+
+def _consortium(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "consortium", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "COLUMNS": "200"},
+    )
