@@ -164,3 +164,56 @@ def _consortium(*args: str) -> subprocess.CompletedProcess[str]:
         timeout=600,
         env={**os.environ, "COLUMNS": "200"},
     )
+
+
+def test_served_like_one_model_with_who_answered_and_a_dead_endpoint_skipped(
+    folders: dict[str, Path], tmp_path: Path
+) -> None:
+    """`serve --policy FOLDER`: the answer is the chosen model's recorded text, verbatim; the
+    headers name who answered and why the policy stopped; a model whose endpoint is down is
+    skipped (the vote counts who answered); when every call fails, one 502 naming each."""
+    import httpx
+
+    from consortium.runtime.launch import free_port
+    from tests.test_serve import serving
+
+    records = folders["date"]
+    policy = tmp_path / "vote"
+    write_policy(policy, fit_answer_policy("vote", records))
+    loaded = load_records(records)
+    question = loaded.table.column("question")[0].as_py()
+    recorded = {
+        (row["model"], row["sample"]): row["response"]
+        for row in loaded.table.to_pylist()
+        if row["question"] == question
+    }
+    pool_file = tmp_path / "replay.toml"
+    body = {"model": "consortium", "messages": [{"role": "user", "content": question}]}
+    with ReplayServerProcess(None, "--write-pool", str(pool_file), records=[records]):
+        with serving(pool_file, tmp_path / "t.db", "--policy", str(policy)) as url:
+            reply = httpx.post(f"{url}/chat/completions", json=body, timeout=60)
+        assert reply.status_code == 200, reply.text
+        answered = reply.headers["x-consortium-answered-by"]
+        text = reply.json()["choices"][0]["message"]["content"]
+        assert text == recorded[(answered, 0)]
+        assert reply.headers["x-consortium-stop"] == "voted"
+        assert reply.headers["x-consortium-calls"] == "3"
+        dead = f"http://127.0.0.1:{free_port()}/v1"
+        pooled = pool_file.read_text()
+        first = pooled.index('base_url = "', pooled.index('name = "gpt-4"'))
+        end = pooled.index('"', first + len('base_url = "'))
+        (tmp_path / "one-dead.toml").write_text(
+            pooled[:first] + f'base_url = "{dead}' + pooled[end:]
+        )
+        with serving(tmp_path / "one-dead.toml", tmp_path / "t.db", "--policy", str(policy)) as url:
+            skipped = httpx.post(f"{url}/chat/completions", json=body, timeout=120)
+        assert skipped.status_code == 200, skipped.text
+        notes = skipped.json()["consortium"]["notes"]
+        assert len(notes) == 1 and notes[0].startswith("gpt-4 sample 0:")
+        assert "gpt-4" not in skipped.headers["x-consortium-answered-by"]
+    # the replay server is gone: every call fails
+    with serving(pool_file, tmp_path / "t.db", "--policy", str(policy)) as url:
+        failed = httpx.post(f"{url}/chat/completions", json=body, timeout=120)
+    assert failed.status_code == 502
+    message = failed.json()["error"]["message"]
+    assert "every call failed" in message and all(m in message for m in ("gpt-4", "Llama-2-13B"))

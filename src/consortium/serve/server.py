@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -22,9 +22,9 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from consortium.coord.base import Coordinator
+from consortium.coord.base import Coordinator, Outcome
 from consortium.coord.conductor.workflow import WorkflowError
-from consortium.core.errors import AgentError, BudgetExceeded
+from consortium.core.errors import AgentError, BudgetExceeded, CoordinatorError
 from consortium.core.wire import (
     ChunkWriter,
     completion_body,
@@ -166,10 +166,10 @@ class EnsembleServer:
             return self._failure(504, "the ensemble did not answer in time", "timeout", callers)
         except BudgetExceeded as error:
             return self._failure(402, str(error), "budget_exceeded", callers)
-        except (AgentError, WorkflowError) as error:
+        except (AgentError, CoordinatorError, WorkflowError) as error:
             return self._failure(502, str(error), "upstream_error", callers)
         usage = _usage(callers)
-        account = self._account(callers)
+        account = self._account(callers) | _decided(outcomes)
         headers = _headers(account)
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         answers = [outcome.answer for outcome in outcomes]
@@ -257,9 +257,25 @@ def _usage(callers: list[TaskCaller]) -> dict[str, int]:
     }
 
 
+def _decided(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    """Who answered and why the policy stopped, where the policy says (answer-aware policies:
+    'stop: accepted at 1.00', 'stop: escalated' …; a failed call it went on without)."""
+    answered = [o.model for o in outcomes if o.model]
+    stops = [n.removeprefix("stop: ") for o in outcomes for n in o.notes if n.startswith("stop: ")]
+    skipped = [n for o in outcomes for n in o.notes if not n.startswith("stop: ")]
+    decided: dict[str, Any] = {}
+    if answered:
+        decided["answered_by"] = answered
+    if stops:
+        decided["stop"] = stops
+    if skipped:
+        decided["notes"] = skipped
+    return decided
+
+
 def _headers(account: dict[str, Any]) -> dict[str, str]:
     """The accounting of one answer as response headers."""
-    return {
+    headers = {
         "x-consortium-calls": str(account["calls"]),
         "x-consortium-models": ",".join(account["models"]),
         "x-consortium-roles": ",".join(account["roles"]),
@@ -267,3 +283,8 @@ def _headers(account: dict[str, Any]) -> dict[str, str]:
         "x-consortium-task": account["task_id"],
         "x-consortium-run": account["run_id"],
     }
+    if "answered_by" in account:
+        headers["x-consortium-answered-by"] = ",".join(account["answered_by"])
+    if "stop" in account:
+        headers["x-consortium-stop"] = "; ".join(account["stop"])
+    return headers
