@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from consortium.coord.answers.folder import load_answer_policy, read_policy, write_policy
-from consortium.coord.answers.rules import RULE_KINDS
+from consortium.coord.answers.kinds import RULE_KINDS
 from consortium.coord.registry import pool_name
 from consortium.coordinate.fit_policy import fit_answer_policy
 from consortium.coordinate.rule_runs import answer_of, play

@@ -15,9 +15,12 @@ def train_coordinator(
     kind: Annotated[
         str,
         typer.Option(
-            help="vote (every model, weighted by train accuracy), model-switch (models in "
-            "train-accuracy order until two answers agree), mot-cascade (cheap models' samples, "
-            "escalate to a strong model when they disagree) or single (the best model)."
+            help="vote (every model, weighted by train accuracy), scorer (every model; a "
+            "logistic scorer of the answers' agreement, fitted on train, picks), scorer-cascade "
+            "(FrugalGPT: models cheapest first, stop once the scorer is sure), model-switch "
+            "(models in train-accuracy order until two answers agree), mot-cascade (cheap "
+            "models' samples, escalate to a strong model when they disagree) or single (the "
+            "best model)."
         ),
     ],
     records: Annotated[

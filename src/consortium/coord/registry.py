@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from consortium.coord.answers.rules import rule_models
 from consortium.coord.base import Coordinator
 from consortium.core.errors import ConsortiumError, CoordinatorError
 from consortium.pool.config import PoolConfig
@@ -46,7 +45,7 @@ def _build(text: str, config: PoolConfig, seed: int) -> Coordinator:
         from consortium.coord.trinity.policy import load_policy
 
         if is_answer_policy(Path(text)):
-            models = rule_models(read_policy(Path(text)).rule())
+            models = read_policy(Path(text)).rule().asks()
             return load_answer_policy(Path(text), {m: pool_name(config, m) for m in models})
 
         coordinator = load_policy(Path(text))

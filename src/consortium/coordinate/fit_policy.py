@@ -13,15 +13,10 @@ from pathlib import Path
 import numpy as np
 
 from consortium.coord.answers.folder import FOLDER_SCHEMA, AnswerPolicy, Figures, FittedOn
+from consortium.coord.answers.kinds import RULE_KINDS
 from consortium.coord.answers.live import LIVE_KINDS
-from consortium.coord.answers.rules import (
-    RULE_KINDS,
-    MotCascade,
-    Rule,
-    SingleAnswer,
-    rule_models,
-)
-from consortium.coordinate import baselines
+from consortium.coord.answers.rules import MotCascade, Rule, SingleAnswer
+from consortium.coordinate import baselines, scorer
 from consortium.coordinate.outcomes import OutcomeTable
 from consortium.coordinate.rule_runs import run_rule
 from consortium.coordinate.runs import PolicyRun, train_accuracy, train_cost
@@ -62,6 +57,10 @@ def _fit(kind: str, table: OutcomeTable, lam: float) -> tuple[Rule, str]:
         if tied > 1:
             said += f"; {tied} models tie on train, the cheapest was kept"
         return SingleAnswer(best.name), said
+    if kind == "scorer":
+        return scorer.scorer_vote_rule(table), "every model, the learned scorer (train) picks"
+    if kind == "scorer-cascade":
+        return _scorer_cascade(table, lam, unit)
     family = baselines.mot_family(table)
     if not family:
         raise ConfigError(
@@ -83,6 +82,21 @@ def _fit(kind: str, table: OutcomeTable, lam: float) -> tuple[Rule, str]:
         baselines.MAX_SAMPLES,
     )
     return rule, said
+
+
+def _scorer_cascade(table: OutcomeTable, lam: float, unit: float) -> tuple[Rule, str]:
+    """The FrugalGPT cascades (subsets of up to 3 models, cheapest first) and the cascade over
+    every model, each at every τ; the best train objective wins (ties: the cheaper)."""
+    train = table.indices("train")
+    family = scorer.frugal_family(table) + scorer.full_cascade_family(table)
+    chosen = select_best(family, train, lam, unit)
+    tied = _ties(family, train, lam, unit)
+    said = f"the scorer cascade with the best train objective right − λ·cost (λ={lam:g})"
+    if tied > 1:
+        said += f"; {tied} of {len(family)} configurations tie on train, the cheapest was kept"
+    order = [table.models.index(str(m)) for m in chosen.params["order"]]  # type: ignore[attr-defined]
+    threshold = float(chosen.params["threshold"])  # type: ignore[arg-type]
+    return scorer.scorer_cascade_rule(table, order, threshold), f"{said}: {chosen.name}"
 
 
 def _sha256(path: Path) -> str:
@@ -109,7 +123,7 @@ def fit_answer_policy(
     table = outcome_table(records)
     rule, selection = _fit(kind, table, lam)
     run = run_rule(table, rule, kind)
-    models = [m for m in table.models if m in rule_models(rule)]
+    models = [m for m in table.models if m in rule.asks()]
     name = f"{kind}:{manifest.dataset}"
     return AnswerPolicy(
         schema_version=FOLDER_SCHEMA,

@@ -35,10 +35,19 @@ def play(rule: Rule, table: OutcomeTable, q: int) -> Played:
         for model, k in decision.calls:
             recorded = table.samples[q][index[model]]
             if k < len(recorded):
-                seen.append(Seen(model, k, recorded[k].answer_class))
+                seen.append(_seen(model, k, recorded[k]))
             else:
                 seen.append(Seen(model, k, NO_ANSWER, available=False))
     raise RuntimeError(f"rule {rule.kind} asked {MAX_DECISIONS} times without submitting")
+
+
+def seen_of(table: OutcomeTable, q: int, asked: Asked) -> list[Seen]:
+    """Recorded samples already asked for, as a rule sees them."""
+    return [_seen(table.models[m], k, table.samples[q][m][k]) for m, k in asked]
+
+
+def _seen(model: str, k: int, sample: Sample) -> Seen:
+    return Seen(model, k, sample.answer_class, checked=sample.checked)
 
 
 def asked_of(table: OutcomeTable, played: Played) -> Asked:

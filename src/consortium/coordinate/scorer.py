@@ -10,50 +10,25 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from consortium.coord.answers.classes import NO_ANSWER
+from consortium.coord.answers import scoring
+from consortium.coord.answers.scored import ScorerCascade, ScorerPick
 from consortium.coordinate.outcomes import OutcomeTable, Sample
-from consortium.coordinate.runs import Asked, PolicyRun, charge, new_run, train_cost
+from consortium.coordinate.rule_runs import run_rule, seen_of
+from consortium.coordinate.runs import Asked, PolicyRun, train_cost
 from consortium.coordinate.selection import TOLERANCE, select_cheap
 
 MATCHES_THE_VOTE = f"the cheapest within {TOLERANCE} pts of the weighted vote (train)"
+SCORER_VOTE = "learned answer scorer (all models, FrugalGPT features)"
 
 
 def candidate_features(
     table: OutcomeTable, q: int, asked: Asked
 ) -> tuple[list[Sample], np.ndarray]:
-    """One row per answer class among the asked samples: per model, the share of its asked samples
-    in the class, whether its first asked sample is in it, whether it was asked; then the share of
-    all asked samples in the class, how many classes there are, how many samples were asked, the
-    share of the class's samples that passed the check, and a constant."""
-    per_model: dict[int, list[Sample]] = {}
-    for m, k in asked:
-        per_model.setdefault(m, []).append(table.samples[q][m][k])
-    firsts: dict[int, Sample] = {}
-    for m, k in asked:
-        sample = table.samples[q][m][k]
-        if sample.answer_class != NO_ANSWER:
-            firsts.setdefault(sample.answer_class, sample)
-    classes = list(firsts)
-    total = max(1, len(asked))
-    rows = []
-    for c in classes:
-        row: list[float] = []
-        in_class = 0
-        checked = 0
-        for m in range(table.n_models):
-            got = per_model.get(m, [])
-            hits = [s for s in got if s.answer_class == c]
-            in_class += len(hits)
-            checked += sum(s.checked for s in hits)
-            row += [
-                len(hits) / len(got) if got else 0.0,
-                1.0 if got and got[0].answer_class == c else 0.0,
-                1.0 if got else 0.0,
-            ]
-        row += [in_class / total, 1.0 / len(classes), np.log1p(len(asked))]
-        row += [checked / max(1, in_class), 1.0]
-        rows.append(row)
-    return [firsts[c] for c in classes], np.array(rows, dtype=float)
+    """The scorer's features of the candidate answers among the asked samples
+    (`consortium.coord.answers.scoring.candidate_features`, the live rules' own), with each
+    candidate's representative sample."""
+    firsts, x = scoring.candidate_features(seen_of(table, q, asked), table.models)
+    return [table.samples[q][asked[i][0]][asked[i][1]] for i in firsts], x
 
 
 @dataclass
@@ -107,13 +82,14 @@ def pick(
 
 def scorer_vote(table: OutcomeTable, models: Sequence[int] | None = None) -> PolicyRun:
     """Ask every model once; the scorer picks the answer."""
+    return run_rule(table, scorer_vote_rule(table, models), SCORER_VOTE, "learned")
+
+
+def scorer_vote_rule(table: OutcomeTable, models: Sequence[int] | None = None) -> ScorerPick:
     chosen = list(range(table.n_models)) if models is None else list(models)
     scorer = fit_scorer(table, chosen, table.indices("train"))
-    run = new_run("learned answer scorer (all models, FrugalGPT features)", table, "learned")
-    for q in range(table.n_questions):
-        asked = [(m, 0) for m in chosen if table.samples[q][m]]
-        charge(run, table, q, asked, pick(table, scorer, q, asked)[0])
-    return run
+    asked = tuple(table.models[m] for m in chosen)
+    return ScorerPick(table.models, asked, tuple(float(w) for w in scorer.weights))
 
 
 def scorer_cascade(
@@ -126,6 +102,20 @@ def scorer_cascade(
     """FrugalGPT cascade: ask the models in `order` one at a time; after each, the scorer fitted for
     that prefix (on the train split) scores the candidates; stop when the best scores ≥
     `threshold`. `fitted` memoises the scorers by prefix."""
+    rule = scorer_cascade_rule(table, order, threshold, fitted)
+    names = "→".join(table.models[m] for m in order)
+    label = name or f"FrugalGPT scorer cascade [{names}, τ={threshold:.2f}]"
+    run = run_rule(table, rule, label, "cascade")
+    run.params = {"order": [table.models[m] for m in order], "threshold": threshold}
+    return run
+
+
+def scorer_cascade_rule(
+    table: OutcomeTable,
+    order: Sequence[int],
+    threshold: float,
+    fitted: dict[tuple[int, ...], Logistic] | None = None,
+) -> ScorerCascade:
     train = table.indices("train")
     fitted = {} if fitted is None else fitted
     scorers = []
@@ -133,22 +123,9 @@ def scorer_cascade(
         prefix = tuple(order[: j + 1])
         if prefix not in fitted:
             fitted[prefix] = fit_scorer(table, prefix, train)
-        scorers.append(fitted[prefix])
-    names = "→".join(table.models[m] for m in order)
-    label = name or f"FrugalGPT scorer cascade [{names}, τ={threshold:.2f}]"
-    run = new_run(label, table, "cascade")
-    run.params = {"order": [table.models[m] for m in order], "threshold": threshold}
-    for q in range(table.n_questions):
-        asked: Asked = []
-        answer = None
-        for j, m in enumerate(order):
-            if table.samples[q][m]:
-                asked.append((m, 0))
-            answer, p = pick(table, scorers[j], q, asked)
-            if p >= threshold:
-                break
-        charge(run, table, q, asked, answer)
-    return run
+        scorers.append(tuple(float(w) for w in fitted[prefix].weights))
+    names = tuple(table.models[m] for m in order)
+    return ScorerCascade(table.models, names, threshold, tuple(scorers))
 
 
 def frugal_family(table: OutcomeTable, max_models: int = 3) -> list[PolicyRun]:

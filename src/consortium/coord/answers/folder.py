@@ -11,8 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from consortium.coord.answers.kinds import RULE_KINDS, renamed, rule_from
 from consortium.coord.answers.live import AnswerAwareCoordinator
-from consortium.coord.answers.rules import RULE_KINDS, Rule, renamed, rule_from
+from consortium.coord.answers.rules import Rule
 from consortium.core.errors import ConfigError
 from consortium.records.schema import AnswerKind, Price
 

@@ -25,6 +25,9 @@ class Seen:
     model: str
     sample: int
     answer_class: int
+    checked: bool | None = None
+    """Whether the answer passed its check (for programs: its docstring examples); None: the
+    default check, an answer is present."""
     available: bool = True
     """False when there was no such sample (a records pool past its last recorded sample) or
     the call failed: the entry is remembered (the rule does not ask again) but never voted."""
@@ -58,6 +61,10 @@ class Rule(Protocol):
 
     def params(self) -> dict[str, Any]:
         """What the policy folder stores to rebuild the rule."""
+        ...
+
+    def asks(self) -> tuple[str, ...]:
+        """Every model the rule may ask."""
         ...
 
 
@@ -126,6 +133,9 @@ class SingleAnswer:
     def params(self) -> dict[str, Any]:
         return {"model": self.model}
 
+    def asks(self) -> tuple[str, ...]:
+        return (self.model,)
+
 
 @dataclass(frozen=True)
 class WeightedVote:
@@ -144,6 +154,9 @@ class WeightedVote:
 
     def params(self) -> dict[str, Any]:
         return {"models": list(self.models), "weights": dict(self.weights), "samples": self.samples}
+
+    def asks(self) -> tuple[str, ...]:
+        return self.models
 
 
 @dataclass(frozen=True)
@@ -166,6 +179,9 @@ class ModelSwitch:
 
     def params(self) -> dict[str, Any]:
         return {"order": list(self.order), "weights": dict(self.weights), "samples": self.samples}
+
+    def asks(self) -> tuple[str, ...]:
+        return self.order
 
 
 @dataclass(frozen=True)
@@ -200,48 +216,5 @@ class MotCascade:
             "samples": self.samples,
         }
 
-
-def rule_from(kind: str, params: Mapping[str, Any]) -> Rule:
-    """A rule from a policy folder's kind and params (KeyError / TypeError on a bad folder)."""
-    weights = {str(k): float(v) for k, v in dict(params.get("weights", {})).items()}
-    if kind == "single":
-        return SingleAnswer(str(params["model"]))
-    if kind == "vote":
-        return WeightedVote(tuple(params["models"]), weights, int(params.get("samples", 1)))
-    if kind == "model-switch":
-        return ModelSwitch(tuple(params["order"]), weights, int(params["samples"]))
-    if kind == "mot-cascade":
-        return MotCascade(
-            tuple(params["cheap"]),
-            str(params["strong"]),
-            float(params["threshold"]),
-            weights,
-            int(params["samples"]),
-        )
-    raise KeyError(f"unknown rule kind {kind!r}")
-
-
-RULE_KINDS = ("single", "vote", "model-switch", "mot-cascade")
-
-
-def renamed(params: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
-    """A rule's params with its models renamed (a records model id -> the pool's name)."""
-    out = dict(params)
-    for key in ("model", "strong"):
-        if key in out:
-            out[key] = names.get(str(out[key]), out[key])
-    for key in ("models", "order", "cheap"):
-        if key in out:
-            out[key] = [names.get(str(m), m) for m in out[key]]
-    if "weights" in out:
-        out["weights"] = {names.get(str(m), m): w for m, w in dict(out["weights"]).items()}
-    return out
-
-
-def rule_models(rule: Rule) -> list[str]:
-    """Every model a rule may ask."""
-    params = rule.params()
-    names = [params.get("model"), params.get("strong")]
-    for key in ("models", "order", "cheap"):
-        names += list(params.get(key, []))
-    return list(dict.fromkeys(str(n) for n in names if n))
+    def asks(self) -> tuple[str, ...]:
+        return (*self.cheap, self.strong)
