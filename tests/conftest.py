@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +14,88 @@ from consortium.replay.pool import replay_pool
 from consortium.runtime.pgserver import PostgresServer, server_programs
 
 ROOT = Path(__file__).resolve().parents[1]
+
+CHECKOUT_TRACES = ROOT / "consortium-traces.db"
+"""The trace store a command run from the checkout writes by default (`DEFAULT_TRACES`)."""
+
+# What the suite may write inside the checkout: git-ignored caches and tool state, never a result
+# (a trace store, records folder, report or policy belongs in a temporary folder). The guard
+# below leaves these out of its snapshot.
+ALLOWED_WRITES = (
+    ".venv",  # the virtual environment (console scripts, pip's state; `make install`)
+    "**/__pycache__",  # Python's bytecode, written by every import
+    ".pytest_cache",  # pytest's own cache (last failures, xdist)
+    ".mypy_cache",  # mypy's cache (`make lint`; test_architecture type-checks snippets)
+    ".ruff_cache",  # ruff's cache (`make lint`)
+    ".hypothesis",  # hypothesis' example database
+    # model files, the ONNX encoder's export and dequantized GGUF files, cached ($CONSORTIUM_CACHE;
+    # not .consortium/llamacpp, the state `consortium local start` keeps without --state)
+    ".consortium/encoders",
+    ".consortium/models",
+    ".consortium/dequantized",
+    ".cache",  # the code checks' sandbox runs, cached (`--records-cache` .cache/coordination)
+)
+
+
+def checkout_state() -> dict[str, object]:
+    """What a test could have written in the checkout: `git status --porcelain --ignored` (every
+    file, ignored ones too, `ALLOWED_WRITES` left out) with each listed file's size and mtime
+    (a file already modified or ignored, such as the trace store, changes without a new line),
+    the checkout's top-level names (a new empty folder) and the default trace store's size and
+    mtime."""
+
+    def stamp(path: Path) -> tuple[int, int] | None:
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            return None
+        return stat.st_size, stat.st_mtime_ns
+
+    excluded = [f":(exclude,glob){pattern}/**" for pattern in ALLOWED_WRITES]
+    status = ["git", "status", "--porcelain=v1", "-z", "--ignored", "--untracked-files=all"]
+    listed = subprocess.run(
+        [*status, "--", ".", *excluded],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    allowed_top = {pattern.split("/")[0] for pattern in ALLOWED_WRITES}
+    state: dict[str, object] = {
+        "top level": sorted(p.name for p in ROOT.iterdir() if p.name not in allowed_top),
+        f"{CHECKOUT_TRACES.name} (size, mtime)": stamp(CHECKOUT_TRACES),
+    }
+    if listed.returncode != 0:  # not a git checkout (an unpacked sdist): the rest still holds
+        return state
+    entries = iter(listed.stdout.split("\0"))
+    for entry in entries:
+        if not entry:
+            continue
+        code, path = entry[:2], entry[3:]
+        if code[0] in "RC":  # a rename or copy: its source path follows
+            next(entries, None)
+        state[path] = (code, stamp(ROOT / path))
+    return state
+
+
+@pytest.fixture(scope="session", autouse=True)
+def checkout_unchanged() -> Iterator[None]:
+    """Tests never write the checkout's files: a session (or, under pytest-xdist, each worker's
+    share of it) fails when `git status` or the checkout's trace store changed while it ran.
+    Someone editing the checkout during the run trips it too: rerun then."""
+    before = checkout_state()
+    yield
+    after = checkout_state()
+    changed = sorted(
+        key for key in before.keys() | after.keys() if before.get(key) != after.get(key)
+    )
+    if changed:
+        lines = [f"{key}: {before.get(key)} -> {after.get(key)}" for key in changed]
+        pytest.fail(
+            "the tests wrote into the checkout (use tmp_path; --traces sqlite:///{tmp_path}/t.db "
+            "or cwd=tmp_path for a command; or someone edited the checkout meanwhile: rerun):\n"
+            + "\n".join(lines[:40]),
+            pytrace=False,
+        )
 
 
 def data_dir() -> Path:

@@ -134,6 +134,7 @@ def test_train_trinity_on_cluster_equals_local(
             "train", "trinity", "--pool", str(pool), "--tasks", tasks, "--out", str(out),
             "--generations", "2", "--popsize", "4", "--minibatch", "6", "--components", "4",
             "--executor", executor, "--ray-address", cluster.address,
+            "--traces", f"sqlite:///{tmp_path / executor}.db",  # not the checkout's store
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-3000:]
         heads[executor] = (out / "head.npy").read_bytes(), (out / "curve.csv").read_text()
@@ -265,7 +266,7 @@ def _crash(_item: int) -> int:
 
 
 def test_a_job_lost_past_its_retries_stops_with_one_clear_line(
-    cluster: LocalRayCluster,
+    cluster: LocalRayCluster, tmp_path: Path
 ) -> None:
     script = (
         "import asyncio\n"
@@ -280,8 +281,8 @@ def test_a_job_lost_past_its_retries_stops_with_one_clear_line(
         capture_output=True,
         text=True,
         timeout=180,
-        env={**os.environ, **NODE_ENV},
-        cwd=ROOT,
+        env={**os.environ, **NODE_ENV},  # its PYTHONPATH finds tests.test_cluster
+        cwd=tmp_path,
     )
     assert done.returncode != 0
     assert "ClusterError: the Ray cluster lost a job after 3 retries" in done.stderr

@@ -6,10 +6,14 @@ import csv
 import io
 import json
 import math
+import os
+import shutil
+import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from consortium.coordinate import baselines
@@ -20,6 +24,8 @@ from consortium.replay.data import load_replay
 from consortium.replay.demo import demo_workflows, run_demo
 from consortium.runtime.store import TraceStore
 from tests.toy_records import toy_manifest, toy_rows
+
+ROOT = Path(__file__).resolve().parents[1]
 
 SPLIT2_FILES = {
     ("gsm8k", "test"): ("gsm8k-test.json", "sampled"),
@@ -151,3 +157,80 @@ def test_demo_matches_the_recorded_data(replay_dir: Path, tmp_path: Path) -> Non
     assert cascade[1] == "100.00" and cascade[3] == f"{expected:.5f}"
     assert "toy: answer-aware team on recorded outputs" in output
     assert "learned scorer cascade [all 3 models, cheapest first" in output  # not read as markup
+
+
+def demo_table(markdown: str, after: str) -> dict[str, dict[str, str]]:
+    """The first markdown table after `after`: its rows by policy, each row's cells by column."""
+    lines = markdown[markdown.index(after) :].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| policy |"))
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    header, _rule, *body = rows
+    return {row[0]: dict(zip(header, row, strict=True)) for row in body}
+
+
+def test_the_readme_quotes_the_committed_demo_report() -> None:
+    report = demo_table((ROOT / "reports/demo.md").read_text(), "## split2 test splits")
+    quoted = demo_table((ROOT / "README.md").read_text(), "made by `make demo`:")
+    assert list(quoted) == list(report)  # every policy, in the report's order
+    for policy, cells in quoted.items():
+        assert cells == {column: report[policy][column] for column in cells}, policy
+    # and the figures its prose quotes from the table
+    prose = " ".join((ROOT / "README.md").read_text().split())
+    singles = {name: row for name, row in report.items() if name.startswith("single:")}
+    best = max(singles, key=lambda name: float(singles[name]["ID mean"]))
+    assert best == "single:dolphin-2.9-llama3-8b"
+    id_ood = (report[best]["ID mean"], report[best]["OOD mean"])
+    assert "(dolphin-2.9: {} in-distribution, {} out-of-distribution)".format(*id_ood) in prose
+    trinity = report["trinity:trinity-replay"]
+    assert f"with {trinity['ID mean']} and {trinity['OOD mean']};" in prose
+    assert f"the oracle ({report[ORACLE]['ID mean']})" in prose
+    vote = next(row for name, row in report.items() if name.startswith("workflow:vote("))
+    assert f"The vote's {vote['ID mean']} is" in prose
+
+
+@pytest.mark.slow
+def test_make_demo_rewrites_the_committed_report_byte_for_byte(
+    replay_dir: Path, tmp_path: Path
+) -> None:
+    """`make demo`'s own command (read from the Makefile with `make -n`), run in a temporary
+    folder, writes reports/demo.md exactly as committed: a fresh `make demo` leaves `git status`
+    clean. About 2 minutes on 2 cores: the replay of 200 questions per dataset through every
+    policy (the TRINITY policy's sentence encoder and the 7-call debate take the most)."""
+    # The demo's inputs, as `make demo` finds them in the checkout: the committed policy (copied,
+    # so that its feature cache is written here) and the records folders (`make records`; read
+    # through links, never written; imported here, a few minutes, where the checkout has none).
+    shutil.copytree(ROOT / "policies", tmp_path / "policies")
+    (tmp_path / "records").mkdir()
+    for folder in (ROOT / "records").glob("*/manifest.json"):
+        (tmp_path / "records" / folder.parent.name).symlink_to(folder.parent)
+    data = replay_dir.resolve()
+    variables = [f"VENV={sys.prefix}", f"REPLAY_DATA={data}", f"REAL_OUTPUTS={data.parent}"]
+    variables.append("DEMO_ARGS=")
+    planned = subprocess.run(
+        ["make", "-f", str(ROOT / "Makefile"), "-n", "-o", "install", "demo", *variables],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert planned.returncode == 0, planned.stderr
+    steps = planned.stdout.strip().splitlines()
+    assert " demo --data " in steps[-1] and "--out reports/demo.md" in steps[-1], steps
+    env = {key: value for key, value in os.environ.items() if not key.startswith("CONSORTIUM_")}
+    # the encoder's exported model is a cache of the checkout's own (see ALLOWED_WRITES)
+    env |= {"CONSORTIUM_CACHE": str(ROOT / ".consortium"), "COLUMNS": "200"}
+    for step in steps:
+        ran = subprocess.run(
+            ["bash", "-c", step], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert ran.returncode == 0, ran.stderr[-3000:]
+    written = (tmp_path / "reports/demo.md").read_bytes()
+    committed = (ROOT / "reports/demo.md").read_bytes()
+    assert written == committed, "reports/demo.md is stale: rerun `make demo` and commit it"
+    # the terminal shows the tables in the file's order: the answer-aware team first
+    shown = ran.stdout
+    assert shown.index("gsm8k: answer-aware team") < shown.index("split2 test splits of")
+    assert shown.index("split2 test splits of") < shown.index("routerbench test splits of")

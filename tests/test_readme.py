@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -68,7 +69,8 @@ def test_the_readme_runs_top_to_bottom(tmp_path: Path, replay_dir: Path) -> None
     for line in shell:
         line = line.replace("../shared/data/routerdc", str(data))
         script += [f"echo {shlex.quote(MARK + line.split()[1])} >&2", line]
-    (tmp_path / "policies").symlink_to(ROOT / "policies")
+    # a copy: loading a policy writes its feature cache (features.db) into the policy's folder
+    shutil.copytree(ROOT / "policies", tmp_path / "policies")
     env = {key: value for key, value in os.environ.items() if not key.startswith("CONSORTIUM_")}
     env |= {"PATH": f"{Path(sys.executable).parent}:{env['PATH']}", "HF_HUB_OFFLINE": "1"}
     env |= {"COLUMNS": "100"}

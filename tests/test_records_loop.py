@@ -80,10 +80,11 @@ def test_record_replay_train_eval_serve(recorded: Path, tmp_path: Path) -> None:
         assert reply.choices[0].message.content == first["response"]  # the recorded text
 
         policy = tmp_path / "policy"
+        traces = f"sqlite:///{tmp_path / 't.db'}"  # never the checkout's consortium-traces.db
         trained = cli(
             "train", "trinity", "--pool", str(pool), "--out", str(policy),
             "--tasks", f"records:path={recorded}:split=train", "--generations", "2",
-            "--popsize", "4", "--minibatch", "4", "--components", "4",
+            "--popsize", "4", "--minibatch", "4", "--components", "4", "--traces", traces,
         )  # fmt: skip
         assert trained.returncode == 0, trained.stderr[-2000:]
         assert (policy / "policy.json").exists()
@@ -91,13 +92,13 @@ def test_record_replay_train_eval_serve(recorded: Path, tmp_path: Path) -> None:
         report = tmp_path / "eval.json"
         evaluated = cli(
             "eval", "--pool", str(pool), "--tasks", f"records:path={recorded}:split=test",
-            "--policy", str(policy), "--json", str(report),
+            "--policy", str(policy), "--json", str(report), "--traces", traces,
         )  # fmt: skip
         assert evaluated.returncode == 0, evaluated.stderr[-2000:]
         assert report.stat().st_size > 0
 
         with ChildServer(
-            "serve", "--pool", str(pool), "--policy", str(policy),
+            "serve", "--pool", str(pool), "--policy", str(policy), "--traces", traces,
             ready_path="/v1/models", label="consortium serve", env={"HF_HUB_OFFLINE": "1"},
         ) as served:  # fmt: skip
             ensemble = openai.OpenAI(base_url=f"{served.root}/v1", api_key="none")

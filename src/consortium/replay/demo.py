@@ -221,11 +221,12 @@ def run_demo(
                         extra=extra if source == "split2" else (),
                     )
                 )
+    # as in the file: the answer-aware team first, then the replay tables
+    for result in headlines:
+        console.print(_headline_table(result))
     for report in reports:
         console.print(to_rich(report, title=report.tasks))
         console.print(f"[dim]traces: consortium traces show {report.run_id}[/dim]")
-    for result in headlines:
-        console.print(_headline_table(result))
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         text = "# Consortium demo\n\nMade by `make demo` (`consortium demo`).\n\n"
