@@ -68,6 +68,7 @@ def test_the_readme_runs_top_to_bottom(tmp_path: Path, replay_dir: Path) -> None
     script = ["set -euo pipefail", "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT"]
     for line in shell:
         line = line.replace("../shared/data/routerdc", str(data))
+        line = line.replace("../shared/data", str(data.parent))
         script += [f"echo {shlex.quote(MARK + line.split()[1])} >&2", line]
     # a copy: loading a policy writes its feature cache (features.db) into the policy's folder
     shutil.copytree(ROOT / "policies", tmp_path / "policies")
@@ -87,6 +88,13 @@ def test_the_readme_runs_top_to_bottom(tmp_path: Path, replay_dir: Path) -> None
     assert len(ran) == len(shell)  # every command ran
 
     # what each step promised
+    # the served team: the policy folder, its replies naming who answered, its eval on test
+    team = json.loads((tmp_path / "policies" / "math-team" / "policy.json").read_text())
+    assert team["kind"] == "model-switch" and team["test"]["accuracy"] > 84
+    assert "x-consortium-answered-by:" in run.stdout and "x-consortium-stop:" in run.stdout
+    assert "model-switch:math · answered by" in run.stderr
+    assert re.search(r"model-switch:math\s*│\s*84\.6 ", run.stdout), run.stdout[-3000:]
+    assert re.search(r"single:gemini-1\.5-pro\s*│\s*82\.5 ", run.stdout)
     assert run.stdout.count(" ok ") >= 7  # pool check: the 7 models answer
     assert run.stdout.count("The answer is") >= 2  # both `ask`s answered
     report: dict[str, Any] = json.loads((tmp_path / "eval.json").read_text())
