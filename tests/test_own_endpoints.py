@@ -75,14 +75,20 @@ def test_the_own_endpoints_page_runs_top_to_bottom(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "my-trinity" / "policy.json").read_text())["generation"] == 2
     assert "trinity:my-trinity" in out  # evaluated beside the single models and random
 
-    # 4. evolve in tokens: a line per strategy measured; a plot with a readable axis
+    # 4. the recorded pool's team, served live: who answered, why it stopped, ties said
+    team = json.loads((tmp_path / "my-team" / "policy.json").read_text())
+    assert team["kind"] == "scorer-cascade" and team["records"][0]["path"] == "records/mine"
+    assert "tie on train" in out
+    assert "x-consortium-answered-by: " in out and "x-consortium-stop: " in out
+
+    # 5. evolve in tokens: a line per strategy measured; a plot with a readable axis
     assert " on 2 tuning tasks: " in err
     evolve_report = (tmp_path / "my-evolve" / "report.md").read_text()
     assert "cost measured in tokens" in evolve_report
     assert (tmp_path / "my-evolve" / "pareto.png").read_bytes()[:4] == b"\x89PNG"
     assert "no positive values" not in err  # matplotlib's log axis of zeros
 
-    # 5. the runs by kind; every exported call names its run
+    # 6. the runs by kind; every exported call names its run
     for kind in ("eval", "train", "evolve"):
         assert f" {kind} " in out, kind
     exported = (tmp_path / "calls.jsonl").read_text().splitlines()

@@ -4,6 +4,7 @@ split, and serve the trained policy, every step a real command against a real se
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -37,7 +38,9 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """The recording of the real llama.cpp pool, and that pool's file, its servers kept up for
+    the module's tests."""
     try:
         import llama_cpp  # noqa: F401
     except ImportError:
@@ -51,7 +54,12 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             "--samples", "2", "--temperature", "0.8", "--out", str(root / "rec"),
         )  # fmt: skip
         assert result.returncode == 0, result.stderr[-2000:]
-    yield root / "rec"
+        yield root / "rec", pool
+
+
+@pytest.fixture(scope="module")
+def recorded(live: tuple[Path, Path]) -> Path:
+    return live[0]
 
 
 def test_record_replay_train_eval_serve(recorded: Path, tmp_path: Path) -> None:
@@ -111,3 +119,48 @@ def test_record_replay_train_eval_serve(recorded: Path, tmp_path: Path) -> None:
                 r["response"] for r in rows if r["question_id"] == test_row["question_id"]
             }
             assert text in recorded_texts  # the policy's pick answered with a recorded output
+
+
+def test_a_scorer_cascade_trained_on_the_recording_serves_the_live_pool(
+    live: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Your own pool end to end: the recording of the real llama.cpp pool -> a FrugalGPT scorer
+    cascade trained on its train split -> `serve` over the live servers -> the openai SDK asks
+    it -> the reply names who answered and why it stopped, and the trace holds each stage."""
+    from consortium.runtime.store import TraceStore
+
+    recorded_folder, pool = live
+    team = tmp_path / "team"
+    trained = cli(
+        "train", "coordinator", "--kind", "scorer-cascade", "--records", str(recorded_folder),
+        "--out", str(team),
+    )  # fmt: skip
+    assert trained.returncode == 0, trained.stderr[-2000:]
+    assert "scorer-cascade:arithmetic" in trained.stdout
+    order = json.loads((team / "policy.json").read_text())["params"]["order"]
+    assert sorted(order) == ["gemma3-270m", "smollm2-135m"]  # prices 0: every order ties
+    rows = load_records(recorded_folder).table.to_pylist()
+    question = next(
+        r["question"] for r in rows if split_of("arithmetic", r["question_id"]) == "test"
+    )
+    traces = tmp_path / "t.db"
+    with ChildServer(
+        "serve", "--pool", str(pool), "--policy", str(team), "--traces", f"sqlite:///{traces}",
+        ready_path="/v1/models", label="consortium serve", env={"HF_HUB_OFFLINE": "1"},
+    ) as served:  # fmt: skip
+        client = openai.OpenAI(base_url=f"{served.root}/v1", api_key="none")
+        raw = client.chat.completions.with_raw_response.create(
+            model="consortium", messages=[{"role": "user", "content": question}]
+        )
+        answer = raw.parse().choices[0].message.content
+    assert answer  # a live model's own text
+    answered = raw.headers["x-consortium-answered-by"]
+    stop = raw.headers["x-consortium-stop"]
+    assert answered in order and ("accepted at stage" in stop or "every stage asked" in stop)
+    stages = int(raw.headers["x-consortium-calls"])
+    store = TraceStore(f"sqlite:///{traces}")
+    (run,) = store.list_runs()
+    calls = list(store.iter_calls(run["run_id"]))
+    store.close()
+    assert [c["model"] for c in calls] == order[:stages]  # one call a stage, in the cascade's order
+    assert any(c["response"] == answer for c in calls)
