@@ -211,7 +211,17 @@ def test_make_demo_rewrites_the_committed_report_byte_for_byte(
     variables = [f"VENV={sys.prefix}", f"REPLAY_DATA={data}", f"REAL_OUTPUTS={data.parent}"]
     variables.append("DEMO_ARGS=")
     planned = subprocess.run(
-        ["make", "-f", str(ROOT / "Makefile"), "-n", "-o", "install", "demo", *variables],
+        [
+            "make",
+            "--no-print-directory",
+            "-f",
+            str(ROOT / "Makefile"),
+            "-n",
+            "-o",
+            "install",
+            "demo",
+            *variables,
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,
