@@ -106,6 +106,52 @@ def test_every_kind_live_over_http_equals_the_records_runner_per_question(
         assert len(results) == figures.questions
 
 
+def test_a_live_rule_asks_no_more_samples_than_the_records_held(
+    folders: dict[str, Path],
+) -> None:
+    """RouterBench recorded one sample per model: a cascade fitted there asks each model once,
+    live too; DATE recorded 3 of gpt-4's and 20 of the others': at most 3 and 5."""
+    for kind in ("model-switch", "mot-cascade"):
+        arc = fit_answer_policy(kind, folders["rb_arc_challenge"]).params["samples"]
+        assert set(arc.values()) == {1}, (kind, arc)
+    date = fit_answer_policy("model-switch", folders["date"]).params["samples"]
+    assert date == {"gpt-4": 3, "gpt-3.5-turbo": 5, "Llama-2-13B": 5}
+
+
+def test_a_failed_escalation_keeps_the_cheap_vote_and_refused_calls_are_a_budget_error() -> None:
+    import asyncio
+
+    from consortium.coord.answers.live import AnswerAwareCoordinator
+    from consortium.coord.answers.rules import MotCascade
+    from consortium.core.errors import AgentError, BudgetExceeded
+    from consortium.core.types import Completion
+    from consortium.tasks.base import Task
+
+    class Caller:
+        def __init__(self, fail: str | None, refuse: bool = False) -> None:
+            self.fail, self.refuse = fail, refuse
+
+        async def call(self, model: str, messages: object, **params: object) -> Completion:
+            if self.refuse:
+                raise BudgetExceeded("the run's cap is reached")
+            if model == self.fail:
+                raise AgentError(model, "HTTP 503")
+            answer = {"cheap": f"The answer is {params['seed']}", "strong": "The answer is 7"}
+            return Completion(answer[model], model)
+
+    rule = MotCascade(("cheap",), "strong", 1.0, {"cheap": 0.5, "strong": 0.9}, {"cheap": 2})
+    team = AnswerAwareCoordinator(rule, "number", "mot")
+    task = Task("q", "What is 3 + 4?", "t", "test")
+    escalated = asyncio.run(team.run(task, Caller(None)))  # type: ignore[arg-type]
+    assert (escalated.model, escalated.answer) == ("strong", "The answer is 7")
+    kept = asyncio.run(team.run(task, Caller("strong")))  # type: ignore[arg-type]
+    assert kept.model == "cheap" and kept.answer == "The answer is 0"
+    assert "stop: escalation failed: cheap vote" in kept.notes
+    assert any(note.startswith("strong sample 0: ") for note in kept.notes)
+    with pytest.raises(BudgetExceeded, match="every call refused"):
+        asyncio.run(team.run(task, Caller(None, refuse=True)))  # type: ignore[arg-type]
+
+
 def test_a_policy_folder_of_another_schema_or_edited_badly_is_one_line(
     folders: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -116,6 +162,12 @@ def test_a_policy_folder_of_another_schema_or_edited_badly_is_one_line(
         ({**meta, "schema_version": 9}, "policy folder schema 9"),
         ({**meta, "params": {"weights": {}}}, "params do not build a vote rule"),
         ({k: v for k, v in meta.items() if k != "answer_kind"}, "answer_kind: Field required"),
+        ({**meta, "params": {**meta["params"], "samples": 0}}, "at least 1"),
+        ({**meta, "params": {**meta["params"], "models": []}}, "asks no model"),
+        (
+            {**meta, "params": {**meta["params"], "models": ["gpt-4", "gpt-4"]}},
+            "names a model twice",
+        ),
     ]:
         (folder / "policy.json").write_text(json.dumps(broken))
         with pytest.raises(ConfigError, match=expected):

@@ -62,6 +62,9 @@ def test_the_last_run_of_options_is_the_question_s_own() -> None:
         ("The answer is a bit unclear, but I lean to D", "D"),
         ("I is the only one that fits.", "I"),
         ("It is either E or F.", None),
+        ("I would go with A here.", "A"),
+        ("So A it is.", "A"),
+        ("Answer: I think it is B", "B"),
     ],
 )
 def test_letters_past_d_read_right(text: str, letter: str | None) -> None:
@@ -77,6 +80,22 @@ def test_an_answer_given_as_an_option_text_is_matched_to_its_letter() -> None:
     assert extract_choice("Saturn and Jupiter both have rings.", choices) is None
     # a letter stated wins over an option's text
     assert extract_choice("Not Saturn: the answer is (C)", choices) == "C"
+
+
+def test_an_article_opening_the_answer_is_tried_as_an_option_text_first() -> None:
+    choices = Choices.of("Which is orange?\nA. Apple\nB. Carrot")
+    assert extract_choice("A carrot", choices) == "B"
+    assert extract_choice("A first", Choices.of("Q?\nA) first-aid kit\nB) water")) == "A"
+
+
+def test_the_options_that_end_last_win_over_a_dialogue_and_bare_inline_ones_read() -> None:
+    dialogue = "A: Where to?\nB: The market.\nWhat will B buy? (A) bread (B) nails (C) a car"
+    assert read_options(dialogue) == {"A": "bread", "B": "nails", "C": "a car"}
+    assert read_options("Pick one: A) red B) blue C) green") == {
+        "A": "red",
+        "B": "blue",
+        "C": "green",
+    }
 
 
 def test_a_reference_given_as_text_or_letter_both_grade() -> None:

@@ -46,7 +46,12 @@ def _build(text: str, config: PoolConfig, seed: int) -> Coordinator:
 
         if is_answer_policy(Path(text)):
             models = read_policy(Path(text)).rule().asks()
-            return load_answer_policy(Path(text), {m: pool_name(config, m) for m in models})
+            names = {m: pool_name(config, m) for m in models}
+            if len(set(names.values())) < len(names):
+                raise ConsortiumError(
+                    f"policy {text!r}: two of its models resolve to one pool model ({names})"
+                )
+            return load_answer_policy(Path(text), names)
 
         coordinator = load_policy(Path(text))
         for name in coordinator.models:

@@ -39,6 +39,15 @@ def _first_samples(table: OutcomeTable, q: int, models: Sequence[int]) -> Asked:
     return [(m, 0) for m in models if table.samples[q][m]]
 
 
+def recorded_samples(table: OutcomeTable, models: Sequence[int]) -> dict[str, int]:
+    """Per model, the most samples recorded for one question, at most MAX_SAMPLES: what a rule
+    fitted on these records asks a live endpoint for (never more than the records could show)."""
+    return {
+        table.models[m]: max(1, min(MAX_SAMPLES, max(len(row[m]) for row in table.samples)))
+        for m in models
+    }
+
+
 def _named(table: OutcomeTable, values: np.ndarray) -> dict[str, float]:
     return {name: float(values[m]) for m, name in enumerate(table.models)}
 
@@ -86,8 +95,9 @@ def model_switch_rule(table: OutcomeTable) -> ModelSwitch:
     most MAX_SAMPLES); stop once at least two answers are gathered and all agree; the answer is
     the majority of everything gathered (weights: train accuracy, for ties)."""
     accuracy = train_accuracy(table)
-    order = tuple(table.models[m] for m in np.argsort(-accuracy, kind="stable"))
-    return ModelSwitch(order, _named(table, accuracy), MAX_SAMPLES)
+    ranked = [int(m) for m in np.argsort(-accuracy, kind="stable")]
+    order = tuple(table.models[m] for m in ranked)
+    return ModelSwitch(order, _named(table, accuracy), recorded_samples(table, ranked))
 
 
 def model_switch(table: OutcomeTable) -> PolicyRun:
@@ -101,13 +111,21 @@ def mot_cascade(
     when the most common answer holds at least `threshold` of them (and two or more answered),
     accept it; otherwise ask the strong model, whose answer is final (as in MoT)."""
     names = tuple(table.models[m] for m in cheap)
-    rule = MotCascade(
-        names, table.models[strong], threshold, _named(table, train_accuracy(table)), MAX_SAMPLES
-    )
+    rule = mot_cascade_rule(table, cheap, strong, threshold)
     title = f"MoT cascade [{'+'.join(names)} ≥{threshold:.2f} → {table.models[strong]}]"
     run = run_rule(table, rule, title, "cascade")
     run.params = {"cheap": list(names), "strong": table.models[strong], "threshold": threshold}
     return run
+
+
+def mot_cascade_rule(
+    table: OutcomeTable, cheap: Sequence[int], strong: int, threshold: float
+) -> MotCascade:
+    names = tuple(table.models[m] for m in cheap)
+    weights = _named(table, train_accuracy(table))
+    return MotCascade(
+        names, table.models[strong], threshold, weights, recorded_samples(table, cheap)
+    )
 
 
 def mot_family(table: OutcomeTable) -> list[PolicyRun]:

@@ -15,7 +15,7 @@ import numpy as np
 from consortium.coord.answers.folder import FOLDER_SCHEMA, AnswerPolicy, Figures, FittedOn
 from consortium.coord.answers.kinds import RULE_KINDS
 from consortium.coord.answers.live import LIVE_KINDS
-from consortium.coord.answers.rules import MotCascade, Rule, SingleAnswer
+from consortium.coord.answers.rules import Rule, SingleAnswer
 from consortium.coordinate import baselines, scorer
 from consortium.coordinate.outcomes import OutcomeTable
 from consortium.coordinate.rule_runs import run_rule
@@ -73,15 +73,9 @@ def _fit(kind: str, table: OutcomeTable, lam: float) -> tuple[Rule, str]:
     if tied > 1:
         said += f"; {tied} of {len(family)} configurations tie on train, the cheapest was kept"
     params = chosen.params
-    weights = {name: float(accuracy[m]) for m, name in enumerate(table.models)}
-    rule = MotCascade(
-        tuple(str(m) for m in params["cheap"]),  # type: ignore[attr-defined]
-        str(params["strong"]),
-        float(params["threshold"]),  # type: ignore[arg-type]
-        weights,
-        baselines.MAX_SAMPLES,
-    )
-    return rule, said
+    cheap = [table.models.index(str(m)) for m in params["cheap"]]  # type: ignore[attr-defined]
+    strong = table.models.index(str(params["strong"]))
+    return baselines.mot_cascade_rule(table, cheap, strong, float(params["threshold"])), said  # type: ignore[arg-type]
 
 
 def _scorer_cascade(table: OutcomeTable, lam: float, unit: float) -> tuple[Rule, str]:

@@ -213,13 +213,13 @@ class EnsembleServer:
                 except BudgetExceeded as error:
                     yield writer.error(str(error), "budget_exceeded")
                     return
-                except (AgentError, WorkflowError) as error:
+                except (AgentError, CoordinatorError, WorkflowError) as error:
                     yield writer.error(str(error), "upstream_error")
                     return
                 if not streamed:
                     for piece in split_text(outcome.answer, self.stream_pieces):
                         yield writer.chunk({"content": piece})
-                account = {"consortium": self._account([caller])}
+                account = {"consortium": self._account([caller]) | _decided([outcome])}
                 yield writer.chunk({}, "stop", _usage([caller]), account)
                 yield writer.done()
             finally:

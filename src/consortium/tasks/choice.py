@@ -17,7 +17,8 @@ from consortium.tasks.base import Grade, Task
 ALL_LETTERS = "ABCDEFGHIJ"
 
 _OPTION_LINE = re.compile(r"^\s*(?:\(([A-J])\)|\[([A-J])\]|([A-J])[\.\):])\s+(\S.*?)\s*$", re.M)
-_OPTION_INLINE = re.compile(r"\(([A-J])\)\s*")
+_OPTION_INLINE = re.compile(r"\(([A-J])\)\s*|(?:(?<=\s)|^)([A-J])\)\s+")
+"""Inline options: `(A) x (B) y`, or `A) x B) y` (a bare letter and parenthesis after a space)."""
 
 _STATED = [
     # "The answer is (B)", "answer: B", "Final answer: **B**", "correct option is B"
@@ -77,32 +78,39 @@ class Choices:
         return stated
 
 
-def _runs(found: list[tuple[str, str]]) -> list[dict[str, str]]:
-    """Consecutive runs A, B, C … among the options found, in order."""
-    runs: list[dict[str, str]] = []
-    for letter, text in found:
+Found = tuple[str, str, int]
+"""An option: its letter, its text, where it ends in the question."""
+
+
+def _runs(found: list[Found]) -> list[tuple[dict[str, str], int]]:
+    """Consecutive runs A, B, C … of two or more among the options found, in order, each with
+    where its last option ends."""
+    runs: list[tuple[dict[str, str], int]] = []
+    for letter, text, end in found:
         if letter == "A":
-            runs.append({"A": text})
-        elif runs and letter == ALL_LETTERS[len(runs[-1])]:
-            runs[-1][letter] = text
-    return [run for run in runs if len(run) >= 2]
+            runs.append(({"A": text}, end))
+        elif runs and letter == ALL_LETTERS[len(runs[-1][0])]:
+            runs[-1][0][letter] = text
+            runs[-1] = (runs[-1][0], end)
+    return [run for run in runs if len(run[0]) >= 2]
 
 
 def read_options(question: str) -> dict[str, str]:
-    """Letter -> option text as the question lists them; the last run A, B, … of two or more (a
-    few-shot prompt lists its examples' options before the question's own). Empty if none."""
-    lines = [(a or b or c, text) for a, b, c, text in _OPTION_LINE.findall(question)]
-    runs = _runs(lines)
-    if runs:
-        return runs[-1]
+    """Letter -> option text as the question lists them, on lines or inline: the run A, B, … of
+    two or more that ends last (a few-shot prompt lists its examples' options before the
+    question's own; a dialogue's `A:` / `B:` lines come before the options). Empty if none."""
+    lines = [
+        (m.group(1) or m.group(2) or m.group(3), m.group(4), m.end())
+        for m in _OPTION_LINE.finditer(question)
+    ]
     marks = list(_OPTION_INLINE.finditer(question))
     inline = []
     for index, mark in enumerate(marks):
         last = index + 1 == len(marks)
         end = _line_end(question, mark.end()) if last else marks[index + 1].start()
-        inline.append((mark.group(1), question[mark.end() : end].strip()))
-    runs = _runs(inline)
-    return runs[-1] if runs else {}
+        inline.append((mark.group(1) or mark.group(2), question[mark.end() : end].strip(), end))
+    runs = _runs(lines) + _runs(inline)
+    return max(runs, key=lambda run: run[1])[0] if runs else {}
 
 
 def _line_end(text: str, start: int) -> int:
@@ -112,33 +120,42 @@ def _line_end(text: str, start: int) -> int:
 
 def _is_word(text: str, letter: str, end: int) -> bool:
     """Whether the letter ending at `end` is the article 'a' or the pronoun 'I' (followed by a
-    lower-case word), not a choice: 'a bit', 'I think' and 'A cat', but not 'I is' or 'A is'."""
+    lower-case word), not a choice: 'a bit', 'I think', and 'A cat' opening a sentence; not
+    'I is', 'A is', nor a capital A inside a sentence ('I would go with A here')."""
     following = _WORD_AFTER.match(text, end)
     if following is None or letter.upper() not in "AI":
         return False
     word = following.group(1)
     if letter.islower():
         return True
-    return word != "is" if letter == "I" else word not in _LETTER_VERBS
+    if letter == "I":
+        return word != "is"
+    before = text[: end - 1].rstrip()
+    opens_sentence = not before or before[-1] in ".!?:\n" or before.endswith(("**", "*"))
+    return opens_sentence and word not in _LETTER_VERBS
 
 
-def _by_letter(text: str, allowed: str) -> str | None:
+def _by_letter(text: str, allowed: str) -> tuple[str | None, bool]:
+    """The letter read, or None and whether the answer opens with 'A <word>' (option A cut
+    short, or the article: the caller tries the options' texts first)."""
     for pattern in _STATED:
         found = [
             match.group(1).upper()
             for match in pattern.finditer(text)
             if match.group(1).upper() in allowed
-            and not (match.group(1).islower() and _is_word(text, match.group(1), match.end(1)))
+            and not (
+                (match.group(1).islower() or match.group(1) == "I")
+                and _is_word(text, match.group(1), match.end(1))
+            )
         ]
         if found:
-            return found[-1]
+            return found[-1], False
     leading = _LEADING.match(text)
     article = False
     if leading and leading.group(1).upper() in allowed:
         letter = leading.group(1).upper()
         if not _is_word(text, letter, leading.end(1)):
-            return letter
-        # 'A first' may be option A cut short, or the article: another lone letter decides
+            return letter, False
         article = letter == "A"
     alone = {
         (match.group(1) or match.group(2))
@@ -147,8 +164,8 @@ def _by_letter(text: str, allowed: str) -> str | None:
         and not (match.group(2) and _is_word(text, match.group(2), match.end(2)))
     }
     if len(alone) == 1:
-        return alone.pop()
-    return "A" if article and not alone else None
+        return alone.pop(), False
+    return None, article and not alone
 
 
 def _spaced(text: str) -> str:
@@ -180,9 +197,11 @@ def extract_choice(text: str, choices: Choices | str | None = None) -> str | Non
     `Choices`, or the allowed letters, or None for any letter A–J."""
     if not isinstance(choices, Choices):
         choices = Choices(choices.upper()) if choices else Choices()
-    chosen = _by_letter(text, choices.letters)
+    chosen, opens_with_a = _by_letter(text, choices.letters)
     if chosen is None and choices.texts:
         chosen = _by_text(text, choices.texts)
+    if chosen is None and opens_with_a:
+        chosen = "A"  # 'A first' with no option text matched: option A, cut short
     return chosen
 
 

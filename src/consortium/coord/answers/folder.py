@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from consortium.coord.answers.kinds import RULE_KINDS, renamed, rule_from
+from consortium.coord.answers.kinds import RULE_KINDS, check_rule, renamed, rule_from
 from consortium.coord.answers.live import AnswerAwareCoordinator
 from consortium.coord.answers.rules import Rule
 from consortium.core.errors import ConfigError
@@ -94,7 +94,7 @@ def read_policy(folder: Path) -> AnswerPolicy:
         )
     try:
         policy = AnswerPolicy.model_validate(meta)
-        policy.rule()
+        check_rule(policy.rule())
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(p) for p in first["loc"])

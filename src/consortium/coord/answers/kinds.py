@@ -19,7 +19,7 @@ def rule_from(kind: str, params: Mapping[str, Any]) -> Rule:
     if kind == "vote":
         return WeightedVote(tuple(params["models"]), weights, int(params.get("samples", 1)))
     if kind == "model-switch":
-        return ModelSwitch(tuple(params["order"]), weights, int(params["samples"]))
+        return ModelSwitch(tuple(params["order"]), weights, _limits(params["samples"]))
     if kind == "scorer":
         return ScorerPick(
             tuple(params["models"]), tuple(params["asked"]), tuple(map(float, params["weights"]))
@@ -37,9 +37,42 @@ def rule_from(kind: str, params: Mapping[str, Any]) -> Rule:
             str(params["strong"]),
             float(params["threshold"]),
             weights,
-            int(params["samples"]),
+            _limits(params["samples"]),
         )
     raise KeyError(f"unknown rule kind {kind!r}")
+
+
+def _limits(given: Any) -> dict[str, int]:
+    if not isinstance(given, dict):
+        raise TypeError("samples must map each model to how many samples it is asked for")
+    return {str(model): int(count) for model, count in given.items()}
+
+
+def check_rule(rule: Rule) -> None:
+    """Refuse a rule that cannot run as its kind means (ValueError, one line): nothing to ask,
+    a model asked twice in one order, a sample count below 1, a strong model among the cheap
+    ones, scorer weights that do not fit the models, a cascade without a scorer per stage."""
+    params = rule.params()
+    asks = rule.asks()
+    if not asks:
+        raise ValueError("it asks no model")
+    for key in ("models", "asked", "order", "cheap"):
+        listed = list(params.get(key, []))
+        if len(set(listed)) != len(listed):
+            raise ValueError(f"{key} names a model twice")
+    if params.get("strong") in params.get("cheap", []):
+        raise ValueError("the strong model is also a cheap one")
+    counts = params.get("samples", 1)
+    if any(int(c) < 1 for c in (counts.values() if isinstance(counts, dict) else [counts])):
+        raise ValueError("every sample count must be at least 1")
+    features = 3 * len(params.get("models", [])) + 5
+    if rule.kind == "scorer" and len(params["weights"]) != features:
+        raise ValueError(f"the scorer has {len(params['weights'])} weights, not {features}")
+    if rule.kind == "scorer-cascade":
+        if len(params["scorers"]) != len(params["order"]):
+            raise ValueError("a scorer-cascade needs one scorer per stage")
+        if any(len(w) != features for w in params["scorers"]):
+            raise ValueError(f"every stage's scorer needs {features} weights")
 
 
 RULE_KINDS = ("single", "vote", "model-switch", "mot-cascade", "scorer", "scorer-cascade")
@@ -54,6 +87,7 @@ def renamed(params: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, An
     for key in ("models", "asked", "order", "cheap"):
         if key in out:
             out[key] = [names.get(str(m), m) for m in out[key]]
-    if isinstance(out.get("weights"), dict):
-        out["weights"] = {names.get(str(m), m): w for m, w in dict(out["weights"]).items()}
+    for key in ("weights", "samples"):
+        if isinstance(out.get(key), dict):
+            out[key] = {names.get(str(m), m): w for m, w in dict(out[key]).items()}
     return out

@@ -55,6 +55,7 @@ class AnswerAwareCoordinator:
         seen: list[Seen] = []
         texts: list[str | None] = []
         failures: list[str] = []
+        refused = 0
         for step in range(MAX_DECISIONS):
             decision = self.rule.decide(seen)
             if not isinstance(decision, Ask):
@@ -70,32 +71,37 @@ class AnswerAwareCoordinator:
                     seen.append(Seen(model, k, NO_ANSWER, available=False))
                     texts.append(None)
                     failures.append(f"{model} sample {k}: {reply}")
+                    refused += reply.refused
         else:
             raise CoordinatorError(f"policy {self.name!r} did not submit an answer")
         notes = (f"stop: {decision.reason}", *failures)
         if decision.index is None:
             if failures and not any(s.available for s in seen):
-                raise CoordinatorError(
-                    f"policy {self.name!r}: every call failed: " + "; ".join(failures)
-                )
+                why = "; ".join(failures)
+                if refused == len(failures):  # the budget refused every call: 402, not 502
+                    raise BudgetExceeded(f"policy {self.name!r}: every call refused: {why}")
+                raise CoordinatorError(f"policy {self.name!r}: every call failed: {why}")
             return Outcome("", notes=(*notes, "no answer to submit"))
         chosen = seen[decision.index]
         return Outcome(texts[decision.index] or "", model=chosen.model, notes=notes)
 
     @staticmethod
-    async def _ask(task: Task, caller: TaskCaller, model: str, k: int, step: int) -> str | object:
+    async def _ask(task: Task, caller: TaskCaller, model: str, k: int, step: int) -> str | _Failed:
         """The reply's text, or why there is none (a failed call, a sample past the records'
         last, a budget that refuses the call): the rule goes on without it."""
         try:
             completion = await caller.call(model, [user(task.question)], turn=step, seed=k)
-        except (AgentError, BudgetExceeded) as error:
+        except AgentError as error:
             return _Failed(str(error))
+        except BudgetExceeded as error:
+            return _Failed(f"refused by the budget: {error}", refused=True)
         return completion.text
 
 
 class _Failed:
-    def __init__(self, why: str) -> None:
+    def __init__(self, why: str, refused: bool = False) -> None:
         self.why = why
+        self.refused = refused
 
     def __str__(self) -> str:
         return self.why

@@ -118,6 +118,11 @@ def _samples(models: Sequence[str], limit: int) -> tuple[tuple[str, int], ...]:
     return tuple((m, k) for m in models for k in range(limit))
 
 
+def _each(models: Sequence[str], limits: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+    """Each model's samples 0 .. its limit − 1 (a model without one: its first sample)."""
+    return tuple((m, k) for m in models for k in range(limits.get(m, 1)))
+
+
 @dataclass(frozen=True)
 class SingleAnswer:
     """One model's first sample."""
@@ -161,12 +166,14 @@ class WeightedVote:
 
 @dataclass(frozen=True)
 class ModelSwitch:
-    """ModelSwitch's rule: models in order, each for up to `samples` samples; stop once two or
-    more answers are gathered and all agree; the weighted plurality of everything answers."""
+    """ModelSwitch's rule: models in order, each for up to `samples[model]` samples (fitted on
+    records: as many as were recorded, at most MAX_SAMPLES, so a live endpoint is asked what the
+    records held); stop once two or more answers are gathered and all agree; the weighted
+    plurality of everything answers."""
 
     order: tuple[str, ...]
     weights: Mapping[str, float]
-    samples: int = MAX_SAMPLES
+    samples: Mapping[str, int]
     kind: str = "model-switch"
 
     def decide(self, seen: Sequence[Seen]) -> Decision:
@@ -174,11 +181,15 @@ class ModelSwitch:
         if len(_available(seen)) >= 2 and unanimous(seen):
             return Submit(weighted_plurality(seen, self.weights), f"agreed after {len(asked)}")
         if len(asked) < len(self.order):
-            return Ask(_samples([self.order[len(asked)]], self.samples))
+            return Ask(_each([self.order[len(asked)]], self.samples))
         return Submit(weighted_plurality(seen, self.weights), "every model asked")
 
     def params(self) -> dict[str, Any]:
-        return {"order": list(self.order), "weights": dict(self.weights), "samples": self.samples}
+        return {
+            "order": list(self.order),
+            "weights": dict(self.weights),
+            "samples": dict(self.samples),
+        }
 
     def asks(self) -> tuple[str, ...]:
         return self.order
@@ -186,22 +197,25 @@ class ModelSwitch:
 
 @dataclass(frozen=True)
 class MotCascade:
-    """MoT-style cascade: the cheap models' samples (up to `samples` each); when two or more
-    answered and the most common answer holds at least `threshold` of them, their weighted
-    plurality answers; otherwise the strong model's first sample is final."""
+    """MoT-style cascade: the cheap models' samples (up to `samples[model]` each, as ModelSwitch);
+    when two or more answered and the most common answer holds at least `threshold` of them,
+    their weighted plurality answers; otherwise the strong model's first sample is final (when
+    it fails, the cheap answers' plurality stands, said in the stop reason)."""
 
     cheap: tuple[str, ...]
     strong: str
     threshold: float
     weights: Mapping[str, float]
-    samples: int = MAX_SAMPLES
+    samples: Mapping[str, int]
     kind: str = "mot-cascade"
 
     def decide(self, seen: Sequence[Seen]) -> Decision:
         if not seen:
-            return Ask(_samples(self.cheap, self.samples))
+            return Ask(_each(self.cheap, self.samples))
         if seen[-1].model == self.strong:
-            return Submit(len(seen) - 1 if seen[-1].available else None, "escalated")
+            if seen[-1].available:
+                return Submit(len(seen) - 1, "escalated")
+            return Submit(weighted_plurality(seen, self.weights), "escalation failed: cheap vote")
         if len(_available(seen)) >= 2 and plurality_share(seen) >= self.threshold:
             share = plurality_share(seen)
             return Submit(weighted_plurality(seen, self.weights), f"accepted at {share:.2f}")
@@ -213,7 +227,7 @@ class MotCascade:
             "strong": self.strong,
             "threshold": self.threshold,
             "weights": dict(self.weights),
-            "samples": self.samples,
+            "samples": dict(self.samples),
         }
 
     def asks(self) -> tuple[str, ...]:
