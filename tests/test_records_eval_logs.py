@@ -614,3 +614,20 @@ def test_the_docs_bring_your_outputs_routes_run_as_written(
         assert all(row["correct"] is row["source_correct"] for row in rows)
     report = json.loads((tmp_path / "out" / "my-mc.json").read_text())
     assert report["datasets"][0]["models"] == ["model-a", "model-b", "model-c"]
+
+
+@pytest.mark.parametrize(
+    ("target", "continuations", "gold"),
+    [
+        (1, [" 3", " 4", " 5"], 1),  # lm-eval's integer target: the index
+        ("3", [" 6", " 5", " 3"], 2),  # a text target: the option with that text
+        ("1", [" red", " blue"], 1),  # a text that is no option's: read as an index
+        ("9", [" red", " blue"], None),
+    ],
+)
+def test_an_lm_eval_target_is_an_index_or_an_options_text(
+    target: object, continuations: list[str], gold: int | None
+) -> None:
+    from consortium.records.importers.lm_eval_logs import _gold_index
+
+    assert _gold_index(target, continuations) == gold

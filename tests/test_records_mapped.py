@@ -121,12 +121,14 @@ def test_references_by_index_label_or_text_become_letters(tmp_path: Path) -> Non
             "out": "C",
         },
         {"q": "Pick b.", "opts": {"a": "first", "b": "second"}, "gold": "b", "out": "(B)"},
+        {"q": "Three?", "opts": ["6", "5", "3"], "gold": "3", "out": "C"},  # a text: the option
+        {"q": "Four?", "opts": ["3", "4", "9"], "gold": 4, "out": "B"},  # out of range: the text
     ]
     path = tmp_path / "mixed.json"
     path.write_text(json.dumps({"meta": {"n": 4}, "data": rows}))  # an object holding one list
     field_map = {"question": "q", "options": "opts", "reference": "gold", "response": "out"}
     outputs = read_mapped(path, "m", field_map).outputs
-    assert [o.reference for o in outputs] == ["B", "B", "C", "B"]
+    assert [o.reference for o in outputs] == ["B", "B", "C", "B", "C", "B"]
     assert outputs[0].question == "Two plus two?\nA. 3\nB. 4\nC. 5"
     assert outputs[3].question == "Pick b.\nA. first\nB. second"
     assert [o.task for o in outputs] == [
@@ -134,8 +136,10 @@ def test_references_by_index_label_or_text_become_letters(tmp_path: Path) -> Non
         {"letters": "AB"},
         {"letters": "ABC"},
         {"letters": "AB"},
+        {"letters": "ABC"},
+        {"letters": "ABC"},
     ]
-    assert [o.question_id for o in outputs] == ["1", "2", "3", "4"]
+    assert [o.question_id for o in outputs] == ["1", "2", "3", "4", "5", "6"]
 
 
 def test_five_options_are_graded_with_their_own_letters(tmp_path: Path) -> None:

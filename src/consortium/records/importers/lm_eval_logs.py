@@ -129,12 +129,19 @@ def _loglikelihood(value: Any) -> float:
     return float(value)
 
 
-def _gold_index(target: str, continuations: list[str]) -> int | None:
-    text = target.strip()
+def _gold_index(target: Any, continuations: list[str]) -> int | None:
+    """The gold option: a JSON integer target is lm-eval's index; a text target is first
+    matched against the options' texts (options "3" / "4" / "5": the target "3" is "3", not the
+    fourth), then read as an index."""
+    if isinstance(target, int) and not isinstance(target, bool):
+        return target if 0 <= target < len(continuations) else None
+    text = str(target).strip()
+    stripped = [c.strip() for c in continuations]
+    if stripped.count(text) == 1:
+        return stripped.index(text)
     if text.lstrip("-").isdigit() and 0 <= int(text) < len(continuations):
         return int(text)
-    stripped = [c.strip() for c in continuations]
-    return stripped.index(text) if text in stripped else None
+    return None
 
 
 def _verdict(row: dict[str, Any]) -> tuple[bool | None, float | None]:
@@ -192,7 +199,7 @@ def choice_output(
         question = f"{prompt.rstrip()}\n\n{options}"
     scores = [_loglikelihood(v) for v in row.get("filtered_resps") or []]
     best = letters[max(range(len(scores)), key=lambda i: scores[i])] if scores else None
-    gold = _gold_index(str(row.get("target", "")), continuations)
+    gold = _gold_index(row.get("target", ""), continuations)
     correct, score = _verdict(row)
     return SourceOutput(
         question_id=str(row["doc_id"]),

@@ -112,12 +112,16 @@ class Options:
             return self.letters[self.labels.index(text)]
         if len(text) == 1 and text.upper() in self.letters:
             return text.upper()
-        if isinstance(reference, int | float) or text.lstrip("-").isdigit():
+        stripped = [t.strip() for t in self.texts]
+        number = isinstance(reference, int | float) and not isinstance(reference, bool)
+        # a JSON number is an index; a text is first an option's text ("3" of options 3 / 4 / 5)
+        if not number and stripped.count(text) == 1:
+            return self.letters[stripped.index(text)]
+        if number or text.lstrip("-").isdigit():
             index = int(float(text))
             if 0 <= index < len(self.texts):
                 return self.letters[index]
-        stripped = [t.strip() for t in self.texts]
-        if text in stripped and stripped.count(text) == 1:
+        if stripped.count(text) == 1:
             return self.letters[stripped.index(text)]
         return None
 
