@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from consortium.cli.app import console, err_console, train_app
+from consortium.cli.app import console, train_app
 
 
 @train_app.command("coordinator")
@@ -47,13 +47,12 @@ def train_coordinator(
       consortium eval --pool replay.toml --tasks records:path=records/date:split=test \\
         --policy policies/date-cascade
     """
+    from consortium.cli.records import say_grade_warnings
     from consortium.coord.answers.folder import write_policy
     from consortium.coordinate.fit_policy import fit_answer_policy
-    from consortium.records.agreement import grade_warnings
     from consortium.records.store import load_records
 
-    for warning in grade_warnings(load_records(records)):
-        err_console.print(warning.line(), style="bold yellow", highlight=False, markup=False)
+    say_grade_warnings(load_records(records))
     command = f"consortium train coordinator --kind {kind} --records {records} --out {out}"
     policy = fit_answer_policy(kind, records, lam=lam, created_by=command)
     write_policy(out, policy)

@@ -51,8 +51,7 @@ class Logistic:
         return cls(w)
 
     def predict(self, x: np.ndarray) -> np.ndarray:
-        p: np.ndarray = 1.0 / (1.0 + np.exp(-(x @ self.weights)))
-        return p
+        return scoring.probabilities(x, self.weights)
 
 
 def fit_scorer(table: OutcomeTable, models: Sequence[int], questions: np.ndarray) -> Logistic:
@@ -67,17 +66,6 @@ def fit_scorer(table: OutcomeTable, models: Sequence[int], questions: np.ndarray
     if not xs:
         return Logistic(np.zeros(3 * table.n_models + 5))
     return Logistic.fit(np.vstack(xs), np.array(ys, dtype=float))
-
-
-def pick(
-    table: OutcomeTable, scorer: Logistic, q: int, asked: Asked
-) -> tuple[Sample | None, float]:
-    found, x = candidate_features(table, q, asked)
-    if not found:
-        return None, 0.0
-    p = scorer.predict(x)
-    best = int(np.argmax(p))
-    return found[best], float(p[best])
 
 
 def scorer_vote(table: OutcomeTable, models: Sequence[int] | None = None) -> PolicyRun:

@@ -9,14 +9,9 @@ from typing import Any
 
 from consortium.records.errors import RecordsError
 from consortium.records.importers.base import read_json, read_jsonl
+from consortium.records.importers.field_paths import kind_of
 
 HF_EXTRA = "pip install 'consortium[hf]'"
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, dict):
-        return "an object"
-    return "a list" if isinstance(value, list) else f"a {type(value).__name__}"
 
 
 def _json_rows(path: Path) -> list[Any]:
@@ -29,7 +24,7 @@ def _json_rows(path: Path) -> list[Any]:
             return list(data[lists[0]])
         found = f"it holds lists under {', '.join(lists)}" if lists else "it holds no list"
         raise RecordsError(f"{path}: expected a list of rows, or an object holding one ({found})")
-    raise RecordsError(f"{path}: expected a list of rows, got {_kind(data)}")
+    raise RecordsError(f"{path}: expected a list of rows, got {kind_of(data)}")
 
 
 def _csv_rows(path: Path) -> list[Any]:
