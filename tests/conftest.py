@@ -106,6 +106,15 @@ def data_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
+def real() -> Path:
+    """The real recorded outputs of frontier models (`../shared/data`)."""
+    path = Path(os.environ.get("CONSORTIUM_REAL_OUTPUTS", ROOT.parent / "shared/data"))
+    if not (path / "rereading").is_dir():
+        pytest.fail(f"real recorded outputs not found at {path}; set CONSORTIUM_REAL_OUTPUTS")
+    return path
+
+
+@pytest.fixture(scope="session")
 def replay_dir() -> Path:
     return data_dir()
 

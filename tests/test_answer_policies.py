@@ -5,9 +5,7 @@ it, the calls, the tokens and the $ that the records runner (the report's path) 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,17 +22,9 @@ from consortium.records import load_records, write_records
 from consortium.records.build import build_dataset
 from consortium.records.corpora import RECIPES, import_corpus
 from consortium.replay.launch import ReplayServerProcess
+from tests.test_cli import cli
 
-ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = 120
-
-
-@pytest.fixture(scope="module")
-def real() -> Path:
-    path = Path(os.environ.get("CONSORTIUM_REAL_OUTPUTS", ROOT.parent / "shared/data"))
-    if not (path / "rereading").is_dir():
-        pytest.fail(f"real recorded outputs not found at {path}; set CONSORTIUM_REAL_OUTPUTS")
-    return path
 
 
 def _gsm8k_chat_models(real: Path, out: Path) -> Path:
@@ -209,13 +199,7 @@ def test_train_then_ask_on_the_command_line_and_a_missing_model_is_one_line(
 
 
 def _consortium(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "consortium", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+    return cli(*args, env={"COLUMNS": "200"}, timeout=600)
 
 
 def test_served_like_one_model_with_who_answered_and_a_dead_endpoint_skipped(

@@ -19,12 +19,15 @@ from consortium.replay.pool import replay_pool
 PLANTED_KEY = "sk-consortium-planted-0123456789abcdef"
 
 
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`consortium ARGS` in a child process, with `env` added to this one's environment."""
     return subprocess.run(
         [sys.executable, "-m", "consortium", *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         env={**os.environ, **(env or {})},
     )
 

@@ -5,9 +5,7 @@ first."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ from consortium.records.importers.base import SourceImport, SourceOutput
 from consortium.records.schema import SourceFile
 from consortium.records.tasks import records_task_set
 from consortium.tasks.spec import parse_spec
+from tests.test_cli import cli
 
 MODELS = ("m1", "m2", "m3")
 
@@ -116,10 +115,4 @@ def test_coordinate_and_the_training_task_set_say_so_first(
 
 
 def _consortium(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "consortium", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "COLUMNS": "400"},
-    )
+    return cli(*args, env={"COLUMNS": "400"}, timeout=600)

@@ -21,6 +21,7 @@ import pytest
 from consortium.records import load_records
 from consortium.records.errors import RecordsError
 from consortium.records.importers.base import SourceOutput
+from tests.test_cli import cli as consortium_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = 40
@@ -299,13 +300,7 @@ def log_of(folder: Path, task: str, model: str) -> Path:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "consortium", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
+    return consortium_cli(*args, env={"HF_HUB_OFFLINE": "1"}, timeout=600)
 
 
 def without_time(outputs: list[SourceOutput]) -> list[SourceOutput]:

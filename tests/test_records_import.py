@@ -4,7 +4,6 @@ the source's, and each quirk the folders' READMEs list."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,16 +17,6 @@ from consortium.records.importers.modelswitch import read_modelswitch
 from consortium.records.importers.motcascade import read_motcascade
 from consortium.records.importers.rereading import read_rereading
 from consortium.records.report import summarise
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def real() -> Path:
-    path = Path(os.environ.get("CONSORTIUM_REAL_OUTPUTS", ROOT.parent / "shared/data"))
-    if not (path / "rereading").is_dir():
-        pytest.fail(f"real recorded outputs not found at {path}; set CONSORTIUM_REAL_OUTPUTS")
-    return path
 
 
 def test_gsm8k_joins_seven_models_with_one_gold(real: Path, tmp_path: Path) -> None:

@@ -5,9 +5,7 @@ split, and serve the trained policy, every step a real command against a real se
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from consortium.replay.pool import replay_pool
 from consortium.replay.records import load_records_replay
 from consortium.runtime.launch import ChildServer
 from consortium.smallmodels.llamacpp import LlamaCppServers, ServerSettings
+from tests.test_cli import cli as consortium_cli
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
@@ -28,13 +27,7 @@ QUESTIONS = 12
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "consortium", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
+    return consortium_cli(*args, env={"HF_HUB_OFFLINE": "1"}, timeout=600)
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from consortium.records.errors import RecordsError
 from consortium.records.importers.mapped import read_mapped
 from consortium.records.layouts import import_files
 from consortium.records.store import read_manifest, write_records
+from tests.test_cli import cli, one_line_error
 
 MAP = {
     "question": "question.stem",
@@ -33,23 +32,6 @@ MAP = {
 MAP_ARGS = [arg for key, path in MAP.items() for arg in ("--map", f"{key}={path}")]
 # model -> (right unless question index % skill == 0, recorded cost per call)
 MODELS = {"m1": (2, 0.001), "m2": (3, 0.002), "m3": (5, 0.01)}
-
-
-def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "consortium", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=dict(os.environ),
-    )
-
-
-def one_line_error(result: subprocess.CompletedProcess[str], expected: str) -> None:
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert "Traceback" not in result.stderr
-    assert result.stderr.strip().count("\n") == 0, result.stderr
-    assert result.stderr.startswith("error:") and expected in result.stderr, result.stderr
 
 
 def nested_row(i: int, skill: int, cost: float) -> dict[str, Any]:
