@@ -28,6 +28,10 @@ that loops is wrong after 5 s of CPU. The CPU limit decides: a wall limit near i
 depend on how busy the machine was (gpt-4's exhaustive search for HumanEval/129 takes 2.4 s of
 CPU, and timed out on the wall clock of a loaded import). The wall limit only stops a program
 that waits without computing (none of the recorded ones does; one that did would cost 60 s)."""
+PROGRAM_LIMITS = SandboxLimits(cpu_seconds=1, wall_seconds=60.0)
+"""Per program-of-thought sample (arithmetic that prints `ans`): the slowest recorded one that
+finishes needs well under 0.1 s of CPU, and those that loop (32 of GSM8K's) were a third of a
+fresh import's time at 5 s each; verdicts are the same at 1 s."""
 
 
 @dataclass
@@ -88,7 +92,7 @@ def _verdicts(
     progress: Progress | None,
     workers: int,
 ) -> list[Verdict]:
-    sandbox = Sandbox(IMPORT_LIMITS)
+    sandbox = Sandbox(IMPORT_LIMITS if kind == "code" else PROGRAM_LIMITS)
     code = CodeVerdicts(sandbox)
     total = len(outputs)
     done = 0
@@ -241,9 +245,10 @@ def build_dataset(
             "underestimates"
         )
     if kind == "code" or any(o.program for o in outputs):
+        limits = IMPORT_LIMITS if kind == "code" else PROGRAM_LIMITS
         declared.append(
-            f"programs run in the sandbox with {IMPORT_LIMITS.cpu_seconds} s CPU and "
-            f"{IMPORT_LIMITS.wall_seconds:g} s wall time each"
+            f"programs run in the sandbox with {limits.cpu_seconds} s CPU and "
+            f"{limits.wall_seconds:g} s wall time each"
         )
     if used_prices:
         declared.append(PRICE_NOTE)
