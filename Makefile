@@ -7,7 +7,7 @@ BENCHMARKS ?= ../shared/data/benchmarks
 REAL_OUTPUTS ?= ../shared/data
 DEMO_ARGS ?=
 
-.PHONY: install demo test test-cluster lint records coordination bench bench-litellm train compare evolve reliability real real-conductor real-pool real-pool-stop clean
+.PHONY: install demo teams routing-demo test test-cluster lint records coordination bench bench-litellm train compare evolve reliability real real-conductor real-pool real-pool-stop clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,11 +17,23 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-# The demo's answer-aware table reads these records folders (imported once, on first use).
-DEMO_RECORDS ?= gsm8k math date
+# The demo evaluates the committed policy folders of these records sets (imported on first use)
+# over the HTTP replay of their records; `make teams` fits the folders (seconds per set).
+DEMO_RECORDS ?= gsm8k math humaneval date
 
 demo: install $(foreach set,$(DEMO_RECORDS),records/$(set)/manifest.json)
-	HF_HUB_OFFLINE=1 $(BIN)/consortium demo --data $(REPLAY_DATA) --out reports/demo.md $(foreach set,$(DEMO_RECORDS),--records records/$(set)) $(DEMO_ARGS)
+	$(BIN)/consortium demo $(foreach set,$(DEMO_RECORDS),--records records/$(set)) --policies policies --out reports/demo.md $(DEMO_ARGS)
+
+teams: install $(foreach set,$(DEMO_RECORDS),records/$(set)/manifest.json)
+	set -e; for set in $(DEMO_RECORDS); do \
+	  $(BIN)/consortium train coordinator --kind single --records records/$$set --out policies/$$set-single; \
+	  $(BIN)/consortium train coordinator --kind vote --records records/$$set --out policies/$$set-vote; \
+	  $(BIN)/consortium train coordinator --kind auto --records records/$$set --out policies/$$set-team; \
+	done
+
+# The question-only router on the scores-only replay of RouterDC's data (docs/trinity.md).
+routing-demo: install
+	HF_HUB_OFFLINE=1 $(BIN)/consortium routing-demo --data $(REPLAY_DATA) --out reports/routing-demo.md $(DEMO_ARGS)
 
 records/%/manifest.json: | install
 	$(BIN)/consortium records import --data $(REAL_OUTPUTS) --out records --only $*

@@ -49,6 +49,9 @@ class RecordedCaller:
             raise AgentError(model, "samples exhausted", status=404)
         return Completion(self.samples[key], model, Usage())
 
+    async def trace_stages(self, stages: Sequence[Any]) -> None:
+        """Stages are not stored here: the timing is the policy's, not the store's."""
+
 
 def overhead(folder: Path, rounds: int) -> list[tuple[str, float, float]]:
     records = load_records(folder)

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from consortium.runtime.pgserver import PostgresServer
-from consortium.runtime.store import CallRecord, TraceStore
+from consortium.runtime.store import TraceStore
+from consortium.runtime.store_records import CallRecord
 
 
 def writer(url: str, run_id: str, index: int, calls: int, start: Any, done: Any) -> None:

@@ -31,14 +31,15 @@ import numpy as np
 from sqlalchemy import insert
 from starlette.testclient import TestClient
 
-from consortium.runtime.store import TraceStore, calls, results
+from consortium.runtime.store import TraceStore
+from consortium.runtime.store_tables import calls, results
 from consortium.viewer.app import TraceViewer
 
 DATASETS = ("gsm8k", "mmlu", "arc_challenge", "humaneval", "math")
 MODELS = tuple(f"model-{i}" for i in range(8))
 PRICE = {m: 2e-7 * (i + 1) ** 2 for i, m in enumerate(MODELS)}  # USD per token, made up
 CALLS_PER_TASK = 20
-VOTE = "workflow:vote:models=model-0,model-1,model-2"
+VOTE = "workflow:judge-vote:models=model-0,model-1,model-2"
 CONDUCTOR = "conductor:model-7"
 
 

@@ -245,7 +245,7 @@ def main() -> None:
         policies = [
             f"single:{SMOLLM2.name}",
             f"single:{GEMMA3.name}",
-            "workflow:vote",
+            "workflow:judge-vote",
             "workflow:moa",
             "workflow:debate",
             "workflow:reflect",

@@ -60,7 +60,7 @@ def test_help_teaches_the_commands() -> None:
         assert command in result.stdout
     serve_help = cli("replay", "serve", "--help").stdout
     assert "--write-pool" in serve_help and "--exit-with-parent" not in serve_help  # internal
-    assert "workflow:vote" in cli("ask", "--help", env={"COLUMNS": "200"}).stdout
+    assert "workflow:judge-vote" in cli("ask", "--help", env={"COLUMNS": "200"}).stdout
     eval_help = cli("eval", "--help", env={"COLUMNS": "100"}).stdout
     assert "--no-baselines" in eval_help and "<bool>" not in eval_help  # a flag shows no type
     assert "<path>" in eval_help  # an option with a value does

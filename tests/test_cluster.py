@@ -25,7 +25,8 @@ from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
 from consortium.runtime.pgserver import PostgresServer
 from consortium.runtime.raycluster import DRIVER_ENV, LocalRayCluster
-from consortium.runtime.store import TraceStore, results, runs
+from consortium.runtime.store import TraceStore
+from consortium.runtime.store_tables import results, runs
 from tests.conftest import ROOT
 from tests.helpers import untimed
 

@@ -1,4 +1,6 @@
-"""`make demo`'s figures agree with the recorded data, read here straight from the files."""
+"""The demos: `make demo` (the served teams over the HTTP replay of records) reproduces its
+committed report and the figures its policy folders state; `make routing-demo`'s figures agree
+with the recorded data, read here straight from the files."""
 
 from __future__ import annotations
 
@@ -16,12 +18,15 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from consortium.coordinate import baselines
-from consortium.coordinate.tables import outcome_table
+from consortium.coord.answers.folder import write_policy
+from consortium.coordinate.best_kind import fit_best_kind
+from consortium.coordinate.fit_policy import fit_answer_policy
+from consortium.core.errors import ConfigError
+from consortium.demo.routing import demo_workflows, run_routing_demo
+from consortium.demo.teams import run_team_demo
 from consortium.evaluation.results import ORACLE
-from consortium.records import load_records, write_records
+from consortium.records import write_records
 from consortium.replay.data import load_replay
-from consortium.replay.demo import demo_workflows, run_demo
 from consortium.runtime.store import TraceStore
 from tests.toy_records import toy_manifest, toy_rows
 
@@ -63,18 +68,15 @@ def recorded_probabilities(replay_dir: Path, task_id: str) -> tuple[dict[str, fl
     return {m: float(cell == "1.0") for m, cell in cells.items()}, "choice"
 
 
-def test_demo_matches_the_recorded_data(replay_dir: Path, tmp_path: Path) -> None:
-    out = tmp_path / "demo.md"
+def test_routing_demo_matches_the_recorded_data(replay_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "routing-demo.md"
     console = Console(file=io.StringIO(), width=200)
-    toy = tmp_path / "toy"
-    write_records(toy, toy_manifest("toy"), toy_rows())
-    reports = run_demo(
+    reports = run_routing_demo(
         replay_dir,
         traces=f"sqlite:///{tmp_path}/t.db",
         out=out,
         limit=20,
         console=console,
-        records=[toy],
     )
     workflows = demo_workflows(load_replay(replay_dir))
     # workflows, singles, random, oracle
@@ -87,7 +89,7 @@ def test_demo_matches_the_recorded_data(replay_dir: Path, tmp_path: Path) -> Non
     voters = {
         w.name: [f"single:{step.model}" for step in w.workflow.steps[:-1]]
         for w in workflows
-        if w.name.startswith("workflow:vote")
+        if w.name.startswith("workflow:judge-vote")
     }
     store = TraceStore(f"sqlite:///{tmp_path}/t.db")
     checked = 0
@@ -141,22 +143,38 @@ def test_demo_matches_the_recorded_data(replay_dir: Path, tmp_path: Path) -> Non
     output = console.file.getvalue()  # type: ignore[attr-defined]
     assert all(f"consortium traces show {r.run_id}" in output for r in reports)
     assert "MetaMath-Mistral-7B" in output and "gpt-4-1106-preview" in output
-    # the answer-aware team on the records folder comes first, its figures those of the library
-    assert text.index("## toy: answer-aware team") < text.index("## split2 test splits")
-    table = outcome_table(load_records(toy))
-    test = table.indices("test")
-    vote = baselines.weighted_vote(table)
-    rows = {line.split(" | ")[0][2:]: line.split(" | ") for line in text.splitlines()}
-    best = rows["best single model (train): strong"]
-    assert best[1:2] == ["100.00"] and best[4] == "100.0 %"
-    vote_share = 100 * vote.cost[test].mean() / 0.01
-    assert rows["weighted vote (train accuracy)"][4] == f"{vote_share:.1f} %"
-    cascade = next(r for name, r in rows.items() if name.startswith("learned scorer cascade"))
-    even = sum(int(table.question_ids[q]) % 2 == 0 for q in test)
-    expected = (even * 0.003 + (len(test) - even) * 0.013) / len(test)
-    assert cascade[1] == "100.00" and cascade[3] == f"{expected:.5f}"
-    assert "toy: answer-aware team on recorded outputs" in output
-    assert "learned scorer cascade [all 3 models, cheapest first" in output  # not read as markup
+
+
+def test_the_team_demo_runs_the_folders_over_http_and_says_they_reproduce(tmp_path: Path) -> None:
+    """On toy records: the folders `make teams` writes, evaluated over the HTTP replay, give the
+    figures the folders state; a missing folder is one line before any server starts."""
+    toy = tmp_path / "records" / "toy"
+    write_records(toy, toy_manifest("toy"), toy_rows())
+    policies = tmp_path / "policies"
+    console = Console(file=io.StringIO(), width=200)
+    with pytest.raises(ConfigError, match=r"toy-single.*make teams"):
+        run_team_demo([toy], policies, traces=f"sqlite:///{tmp_path}/t.db", out=None)
+    write_policy(policies / "toy-single", fit_answer_policy("single", toy))
+    write_policy(policies / "toy-vote", fit_answer_policy("vote", toy))
+    write_policy(policies / "toy-team", fit_best_kind(toy))
+    out = tmp_path / "demo.md"
+    [section] = run_team_demo(
+        [toy], policies, traces=f"sqlite:///{tmp_path}/t.db", out=out, console=console
+    )
+    assert [row.policy.kind for row in section.rows][:2] == ["single", "vote"]
+    assert all(row.as_stated for row in section.rows), [
+        (row.accuracy, row.policy.test.accuracy) for row in section.rows
+    ]
+    single, _vote, team = section.rows
+    # toy records: the strong model is always right; the cheap pair agree (and are right) on even
+    # questions only
+    assert single.policy.models == ["strong"] and single.accuracy == 100.0
+    assert team.accuracy == 100.0
+    assert team.policy.train.usd_per_question < single.policy.train.usd_per_question
+    text = out.read_text()
+    assert "| best single model: strong | single | 100.00 | +0.00 [+0.00, +0.00] |" in text
+    assert text.count("| yes |") == 3
+    assert "The team's selection (train split only): auto:" in text
 
 
 def demo_table(markdown: str, after: str) -> dict[str, dict[str, str]]:
@@ -172,14 +190,15 @@ def demo_table(markdown: str, after: str) -> dict[str, dict[str, str]]:
     return {row[0]: dict(zip(header, row, strict=True)) for row in body}
 
 
-def test_the_readme_quotes_the_committed_demo_report() -> None:
-    report = demo_table((ROOT / "reports/demo.md").read_text(), "## split2 test splits")
-    quoted = demo_table((ROOT / "README.md").read_text(), "made by `make demo`:")
+def test_the_trinity_page_quotes_the_committed_routing_demo() -> None:
+    report = demo_table((ROOT / "reports/routing-demo.md").read_text(), "## split2 test splits")
+    page = ROOT / "docs/trinity.md"
+    quoted = demo_table(page.read_text(), "made by `make routing-demo`:")
     assert list(quoted) == list(report)  # every policy, in the report's order
     for policy, cells in quoted.items():
         assert cells == {column: report[policy][column] for column in cells}, policy
     # and the figures its prose quotes from the table
-    prose = " ".join((ROOT / "README.md").read_text().split())
+    prose = " ".join(page.read_text().split())
     singles = {name: row for name, row in report.items() if name.startswith("single:")}
     best = max(singles, key=lambda name: float(singles[name]["ID mean"]))
     assert best == "single:dolphin-2.9-llama3-8b"
@@ -188,59 +207,63 @@ def test_the_readme_quotes_the_committed_demo_report() -> None:
     trinity = report["trinity:trinity-replay"]
     assert f"with {trinity['ID mean']} and {trinity['OOD mean']};" in prose
     assert f"the oracle ({report[ORACLE]['ID mean']})" in prose
-    vote = next(row for name, row in report.items() if name.startswith("workflow:vote("))
-    assert f"The vote's {vote['ID mean']} is" in prose
+    vote = next(row for name, row in report.items() if name.startswith("workflow:judge-vote("))
+    assert f"The judge's vote's {vote['ID mean']} is" in prose
+
+
+def make_steps(target: str, variables: list[str], cwd: Path) -> list[str]:
+    """What `make TARGET` would run, read from the Makefile with `make -n` (install skipped)."""
+    planned = subprocess.run(
+        ["make", "--no-print-directory", "-f", str(ROOT / "Makefile"), "-n", "-o", "install",
+         target, *variables],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert planned.returncode == 0, planned.stderr
+    return planned.stdout.strip().splitlines()
 
 
 @pytest.mark.slow
-def test_make_demo_rewrites_the_committed_report_byte_for_byte(
-    replay_dir: Path, tmp_path: Path
-) -> None:
-    """`make demo`'s own command (read from the Makefile with `make -n`), run in a temporary
-    folder, writes reports/demo.md exactly as committed: a fresh `make demo` leaves `git status`
-    clean. About 2 minutes on 2 cores: the replay of 200 questions per dataset through every
-    policy (the TRINITY policy's sentence encoder and the 7-call debate take the most)."""
-    # The demo's inputs, as `make demo` finds them in the checkout: the committed policy (copied,
-    # so that its feature cache is written here) and the records folders (`make records`; read
-    # through links, never written; imported here, a few minutes, where the checkout has none).
+def test_make_demo_rewrites_the_committed_report_byte_for_byte(real: Path, tmp_path: Path) -> None:
+    """`make demo`'s own commands, run in a temporary folder with the committed policy folders,
+    write reports/demo.md exactly as committed: a fresh `make demo` leaves `git status` clean.
+    The records folders are the checkout's where `make records` made them (read through links,
+    never written), else imported here as `make demo` would (a few minutes)."""
     shutil.copytree(ROOT / "policies", tmp_path / "policies")
     (tmp_path / "records").mkdir()
     for folder in (ROOT / "records").glob("*/manifest.json"):
         (tmp_path / "records" / folder.parent.name).symlink_to(folder.parent)
-    data = replay_dir.resolve()
-    variables = [f"VENV={sys.prefix}", f"REPLAY_DATA={data}", f"REAL_OUTPUTS={data.parent}"]
-    variables.append("DEMO_ARGS=")
-    planned = subprocess.run(
-        [
-            "make",
-            "--no-print-directory",
-            "-f",
-            str(ROOT / "Makefile"),
-            "-n",
-            "-o",
-            "install",
-            "demo",
-            *variables,
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-    )
-    assert planned.returncode == 0, planned.stderr
-    steps = planned.stdout.strip().splitlines()
-    assert " demo --data " in steps[-1] and "--out reports/demo.md" in steps[-1], steps
+    variables = [f"VENV={sys.prefix}", f"REAL_OUTPUTS={real.resolve()}", "DEMO_ARGS="]
+    steps = make_steps("demo", variables, tmp_path)
+    assert " demo --records records/gsm8k" in steps[-1], steps
+    assert "--out reports/demo.md" in steps[-1], steps
     env = {key: value for key, value in os.environ.items() if not key.startswith("CONSORTIUM_")}
-    # the encoder's exported model is a cache of the checkout's own (see ALLOWED_WRITES)
-    env |= {"CONSORTIUM_CACHE": str(ROOT / ".consortium"), "COLUMNS": "200"}
+    env |= {"COLUMNS": "200"}
     for step in steps:
         ran = subprocess.run(
             ["bash", "-c", step], cwd=tmp_path, env=env, capture_output=True, text=True
         )
         assert ran.returncode == 0, ran.stderr[-3000:]
-    written = (tmp_path / "reports/demo.md").read_bytes()
-    committed = (ROOT / "reports/demo.md").read_bytes()
+    written = (tmp_path / "reports/demo.md").read_text()
+    committed = (ROOT / "reports/demo.md").read_text()
     assert written == committed, "reports/demo.md is stale: rerun `make demo` and commit it"
-    # the terminal shows the tables in the file's order: the answer-aware team first
-    shown = ran.stdout
-    assert shown.index("gsm8k: answer-aware team") < shown.index("split2 test splits of")
-    assert shown.index("split2 test splits of") < shown.index("routerbench test splits of")
+    assert written.count("| yes |") == 3 * len(written.split("## ")[1:])  # each as stated
+
+
+def test_the_readme_quotes_the_committed_demo_report() -> None:
+    """Per data set, the README's top table is the demo's: the best single model, the vote and
+    the team, each figure as reports/demo.md has it (which the byte-for-byte test keeps fresh)."""
+    written = (ROOT / "reports/demo.md").read_text()
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    sections = written.split("\n## ")[1:]
+    assert len(sections) == 4
+    for section in sections:
+        rows = [line.split(" | ") for line in section.splitlines() if line.startswith("| ")]
+        single, vote, team = rows[1:]  # after the header row
+        model = single[0].removeprefix("| best single model: ")
+        quoted = (
+            f"| {model} {single[2]} | {vote[2]}, {vote[3]} | {team[1]}: {team[2]}, {team[3]} | "
+            f"{team[4]} | {team[6]} |"
+        )
+        assert quoted in readme, (section.split(":")[0], quoted)

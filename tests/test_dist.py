@@ -95,7 +95,7 @@ async def test_eval_on_ray_equals_local_and_traces_every_call(
 ) -> None:
     config = replay_pool(replay_data, replay_server.base_url, replay_data.models["split2"][:3])
     tasks = load_replay_tasks(replay_data, datasets=["gsm8k", "mmlu"], limit=12).tasks
-    specs = [f"single:{config.names[0]}", f"workflow:vote:models={','.join(config.names)}"]
+    specs = [f"single:{config.names[0]}", f"workflow:judge-vote:models={','.join(config.names)}"]
     url = f"sqlite:///{tmp_path / 't.db'}"
     store = TraceStore(url)
     local_run, remote_run = store.start_run("eval"), store.start_run("eval")

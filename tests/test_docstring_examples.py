@@ -3,8 +3,8 @@ use, and the prose lines that look like examples but must not be run."""
 
 from __future__ import annotations
 
-from consortium.coordinate.code_checks import check_all
-from consortium.coordinate.docstring_examples import docstring_examples
+from consortium.tasks.code_checks import check_all
+from consortium.tasks.docstring_examples import docstring_examples
 
 DOCTEST_COMPARISONS = '''def count(xs):
     """Count the items.

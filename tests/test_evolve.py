@@ -276,7 +276,7 @@ async def test_caps_hold(pool_config: PoolConfig, replay_data: ReplayData, tmp_p
     tuning, heldout = routerbench(replay_data, "train", 30), routerbench(replay_data, "test", 30)
     voters = "gpt-4-1106-preview,mixtral-8x7b-chat,Yi-34B-Chat,mistral-7b-chat"
     start = Strategy(default=Plan(first="single:mistral-7b-chat"))
-    many_calls = Strategy(default=Plan(first=f"workflow:vote:models={voters}"))  # 5 calls
+    many_calls = Strategy(default=Plan(first=f"workflow:judge-vote:models={voters}"))  # 5 calls
     expensive = Strategy(
         default=Plan(
             first="single:mistral-7b-chat", escalate="single:gpt-4-1106-preview", trigger="always"
@@ -522,11 +522,11 @@ async def test_templates_per_cluster_and_their_pruning(
     async with Pool(pool_config) as pool:
         incumbent = Strategy(default=Plan(first="single:mistral-7b-chat"))
         context = round_context(pool, store, incumbent, tasks, tmp_path)
-        (vote,) = await Templates(kinds=["vote"]).propose(context)
+        (vote,) = await Templates(kinds=["judge-vote"]).propose(context)
         singles = await context.singles()
         for cluster, plan in vote.strategy.clusters.items():
             scores = {m: accuracy(by_cluster(r)[cluster]) for m, r in singles.items()}
-            lead = plan.first.removeprefix("workflow:vote:models=").split(",")[0]
+            lead = plan.first.removeprefix("workflow:judge-vote:models=").split(",")[0]
             assert scores[lead] == max(scores.values()) and plan.first.count(",") == 2
             build_coordinator(plan.first, pool_config)  # a spec the registry builds
         context.incumbent = vote.strategy

@@ -89,7 +89,7 @@ def test_the_own_endpoints_page_runs_top_to_bottom(tmp_path: Path) -> None:
     assert "no positive values" not in err  # matplotlib's log axis of zeros
 
     # 6. the runs by kind; every exported call names its run
-    for kind in ("eval", "train", "evolve"):
+    for kind in ("eval", "train", "record", "evolve"):
         assert f" {kind} " in out, kind
     exported = (tmp_path / "calls.jsonl").read_text().splitlines()
     assert exported and all(json.loads(line)["run_id"] for line in exported)

@@ -1,4 +1,4 @@
-"""Probe calls (consortium.coordinate.probes): an example's call with one literal argument varied,
+"""Probe calls (consortium.tasks.probes): an example's call with one literal argument varied,
 and the behaviour they add to a program's signature in the real sandbox, where one probe that
 never returns costs its own entry only."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from consortium.coordinate.code_checks import ExampleCoverage, check_all, example_coverage
-from consortium.coordinate.probes import probe_calls
+from consortium.tasks.code_checks import ExampleCoverage, check_all, example_coverage
+from consortium.tasks.probes import probe_calls
 
 SMALL = '''def is_small(n):
     """Whether n is below 10.

@@ -249,7 +249,7 @@ def _check_access(workflow: Workflow, calls: list[dict[str, Any]]) -> None:
         assert seen == [by_turn[j + 1]["response"] for j in step.visible]
 
 
-@pytest.mark.parametrize("kind", ["vote", "moa", "debate", "reflect"])
+@pytest.mark.parametrize("kind", ["judge-vote", "moa", "debate", "reflect"])
 async def test_workflow_templates_on_real_models(
     kind: str, caller: tuple[Caller, TraceStore]
 ) -> None:
@@ -262,7 +262,7 @@ async def test_workflow_templates_on_real_models(
     assert result.error is None and result.calls == len(workflow.steps) == len(calls)
     _check_access(workflow, calls)
     last = next(c for c in calls if c["turn"] == len(calls))["response"]
-    if kind == "vote":
+    if kind == "judge-vote":
         # The judge picks; the answer is a voter's own text, never the judge's reply.
         voters = [c["response"] for c in calls if c["turn"] < len(calls)]
         assert result.answer in voters
@@ -306,7 +306,7 @@ def test_serve_in_front_of_the_real_pool(servers: LlamaCppServers, tmp_path: Pat
         "--pool",
         str(pool_file),
         "--policy",
-        "workflow:vote",
+        "workflow:judge-vote",
         "--traces",
         f"sqlite:///{tmp_path / 'serve.db'}",
         ready_path="/health",

@@ -55,7 +55,7 @@ def record_args(pool: Path, tasks: Path, out: Path, *extra: str) -> list[str]:
     return [
         sys.executable, "-m", "consortium", "record", "--pool", str(pool),
         "--tasks", f"records:path={tasks}", "--samples", "3", "--concurrency", "1",
-        "--out", str(out), *extra,
+        "--out", str(out), "--traces", f"sqlite:///{out.parent / 'traces.db'}", *extra,
     ]  # fmt: skip
 
 

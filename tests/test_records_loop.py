@@ -45,6 +45,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]
         result = cli(
             "record", "--pool", str(pool), "--tasks", f"arithmetic:n={QUESTIONS}:seed=5",
             "--samples", "2", "--temperature", "0.8", "--out", str(root / "rec"),
+            "--traces", f"sqlite:///{root / 'traces.db'}",
         )  # fmt: skip
         assert result.returncode == 0, result.stderr[-2000:]
         yield root / "rec", pool

@@ -50,7 +50,7 @@ def recorded_question(data: ReplayData, index: int = 0) -> str:
 
 
 VOTE_MODELS = ["Mistral-7B-v0.1", "MetaMath-Mistral-7B", "Chinese-Mistral-7B-v0.1"]
-VOTE = "workflow:vote:models=" + ",".join(VOTE_MODELS)
+VOTE = "workflow:judge-vote:models=" + ",".join(VOTE_MODELS)
 
 
 def test_an_unchanged_openai_client_gets_answers(

@@ -17,7 +17,8 @@ from consortium.pool.config import dump_pool
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
-from consortium.runtime.store import CallRecord, TraceStore
+from consortium.runtime.store import TraceStore
+from consortium.runtime.store_records import CallRecord
 from tests.helpers import untimed
 
 

@@ -11,7 +11,9 @@ import pytest
 from sqlalchemy import func, select
 
 from consortium.runtime.pgserver import PostgresServer
-from consortium.runtime.store import CallRecord, TraceStore, calls
+from consortium.runtime.store import TraceStore
+from consortium.runtime.store_records import CallRecord
+from consortium.runtime.store_tables import calls
 
 WRITERS = 8
 CALLS_EACH = 100

@@ -19,7 +19,8 @@ from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool, short_name
 from consortium.runtime.launch import ChildServer
-from consortium.runtime.store import CallRecord, TraceStore
+from consortium.runtime.store import TraceStore
+from consortium.runtime.store_records import CallRecord
 from consortium.runtime.trace_queue import TraceQueue
 
 

@@ -109,7 +109,7 @@ def test_run_page_shows_each_policys_choices(
     assert "prompt +" in driver.find_element(By.ID, "selected-summary").text
     assert " alone: " in driver.find_element(By.ID, "versus").text
     assert colours(driver.find_element(By.CSS_SELECTOR, "table.choices")) > 8
-    vote = next(o.text for o in selector.options if o.text.startswith("workflow:vote"))
+    vote = next(o.text for o in selector.options if o.text.startswith("workflow:judge-vote"))
     selector.select_by_visible_text(vote)  # the form submits itself on change
 
     def vote_page_shown(driver: WebDriver) -> bool:
@@ -124,12 +124,12 @@ def test_run_page_shows_each_policys_choices(
     # The judge is the first model and votes too: half of the vote's calls are its.
     titles = [s.get_attribute("title") or "" for s in shares]
     assert sum(": 50% " in t for t in titles) == 2  # one per dataset
-    judge = vote.removeprefix("workflow:vote:models=").split(",")[0]
+    judge = vote.removeprefix("workflow:judge-vote:models=").split(",")[0]
     versus = driver.find_element(By.ID, "versus").text
     assert versus.startswith(f"It sends 50% of its calls to {judge}.")
     tasks = driver.find_elements(By.CSS_SELECTOR, "table.tasks a.task")
     assert len(tasks) == 2 * TASKS_PER_DATASET
-    assert all("workflow%3Avote" in (a.get_attribute("href") or "") for a in tasks)
+    assert all("workflow%3Ajudge-vote" in (a.get_attribute("href") or "") for a in tasks)
 
 
 def _task_page(driver: WebDriver, root: str, run_id: str, task_id: str, policy: str) -> None:
@@ -188,7 +188,7 @@ def test_task_pages_show_transcripts_grades_and_workflows(
             assert "verdict" in turns[2].text and not dags
             assert turns[1].find_elements(By.CSS_SELECTOR, ".extracted")
             assert not turns[0].find_elements(By.CSS_SELECTOR, ".extracted")  # a plan
-        elif policy.startswith("workflow:vote"):
+        elif policy.startswith("workflow:judge-vote"):
             (dag,) = dags
             steps = dag.find_elements(By.CSS_SELECTOR, "g.step")
             access = [s.get_attribute("data-access") for s in steps]
@@ -262,7 +262,7 @@ async def test_frontier_is_readable_when_every_policy_costs_nothing(
         async with Pool(free) as pool:
             caller = Caller(pool, store, run.run_id)
             coordinators = [SingleModel(n) for n in free.names]
-            coordinators.append(WorkflowCoordinator(template("vote", free.names), "vote"))
+            coordinators.append(WorkflowCoordinator(template("judge-vote", free.names), "vote"))
             for coordinator in coordinators:
                 await run_policy(coordinator, tasks, ReplayGrader(), caller)
     port = free_port()
@@ -353,7 +353,7 @@ def test_a_judge_repeating_a_voters_reply_is_not_marked_as_returning_it() -> Non
     calls.append(call("a", "The answer is 4.", 2))  # the judge, same model, same recorded reply
     result = {"answer": "The answer is 4.", "correct": True, "reference": "4", "detail": "ok"}
     result |= {"error": None, "cost": 0.0, "calls": 3, "score": 1.0, "dataset": "t", "tokens": 30}
-    html = policy_section("workflow:vote", calls, result, Palette(["a", "b"]))
+    html = policy_section("workflow:judge-vote", calls, result, Palette(["a", "b"]))
     turns = html.split("<div class='turn")[1:]
     assert [bool(re.search("returned as the answer", t)) for t in turns] == [True, False, False]
     assert [t.startswith(" returned'") for t in turns] == [True, False, False]

@@ -14,7 +14,8 @@ from bench.viewer_pages import CALLS_PER_TASK, CONDUCTOR, fill, pages
 from sqlalchemy import event, text
 from starlette.testclient import TestClient
 
-from consortium.runtime.store import ResultRecord, TraceStore
+from consortium.runtime.store import TraceStore
+from consortium.runtime.store_records import ResultRecord
 from consortium.viewer.app import TraceViewer
 
 CALLS = 20_000

@@ -9,7 +9,8 @@ from starlette.testclient import TestClient
 
 from consortium.evolve.library import StrategyLibrary
 from consortium.evolve.strategies import Plan, Strategy
-from consortium.runtime.store import ResultRecord, TraceStore
+from consortium.runtime.store import TraceStore
+from consortium.runtime.store_records import ResultRecord
 from consortium.viewer.app import TraceViewer
 
 

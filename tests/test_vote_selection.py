@@ -1,5 +1,5 @@
 """A vote's judge picks; the workflow returns the picked voter's own text, never the judge's
-reply (issue 29: on the real llama.cpp pool, `workflow:vote` answered "The answer is A.").
+reply (issue 29: on the real llama.cpp pool, `workflow:judge-vote` answered "The answer is A.").
 The real-model half of the check is in tests/test_real_models.py."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def _pool_with_scripted_judge(
     voters = replay_pool(data, base_url, data.models["split2"][:3])
     entries = [m.model_dump(mode="json", exclude_none=True) for m in voters.models]
     entries.append({"name": "judge", "base_url": judge_url, "model": "judge"})
-    vote = WorkflowCoordinator(majority_vote(voters.names, "judge"), "workflow:vote")
+    vote = WorkflowCoordinator(majority_vote(voters.names, "judge"), "workflow:judge-vote")
     return Pool(parse_pool({"models": entries})), vote
 
 

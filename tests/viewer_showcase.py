@@ -70,7 +70,9 @@ def policies(models: list[str]) -> list[Coordinator]:
         *(SingleModel(m) for m in models),
         RandomRouter(models),
         scripted_trinity(models),
-        WorkflowCoordinator(template("vote", models), f"workflow:vote:models={','.join(models)}"),
+        WorkflowCoordinator(
+            template("judge-vote", models), f"workflow:judge-vote:models={','.join(models)}"
+        ),
         ConductorCoordinator(CONDUCTOR, models, name=f"conductor:{CONDUCTOR}"),
     ]
 

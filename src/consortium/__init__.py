@@ -7,8 +7,9 @@ stays light):
 - calls: `Caller` (budget, cache, trace for every call), `TraceStore`;
 - policies: `Coordinator` (the protocol), `Outcome`, `build_coordinator` (a `--policy` spec);
 - tasks: `Task`, `Grade`, `Grader`, `load_task_set` (a `--tasks` spec);
-- the three jobs as calls: `run_evaluation(EvalConfig)`, `run_evolve(EvolveRequest)`,
-  `run_trinity_training(TrinityRequest)`; one level down, `evaluate_policies`;
+- the jobs as calls: `run_evaluation(EvalConfig)`, `run_evolve(EvolveRequest)`,
+  `run_trinity_training(TrinityRequest)`, `fit_answer_policy` (an answer-aware team fitted on a
+  records folder) with `write_policy`; one level down, `evaluate_policies`;
 - errors: `ConsortiumError` and its tree (`consortium.core.errors`).
 """
 
@@ -29,8 +30,10 @@ from consortium.core.errors import (
 from consortium.core.types import Completion, Message, Usage
 
 if TYPE_CHECKING:
+    from consortium.coord.answers.folder import write_policy
     from consortium.coord.base import Coordinator, Outcome
     from consortium.coord.registry import build_coordinator
+    from consortium.coordinate.fit_policy import fit_answer_policy
     from consortium.evaluation.entry import EvalConfig, run_evaluation
     from consortium.evaluation.runner import evaluate_policies
     from consortium.evolve.session import EvolveRequest, run_evolve
@@ -65,6 +68,8 @@ _LAZY = {
     "run_evolve": "consortium.evolve.session",
     "TrinityRequest": "consortium.train.session",
     "run_trinity_training": "consortium.train.session",
+    "fit_answer_policy": "consortium.coordinate.fit_policy",
+    "write_policy": "consortium.coord.answers.folder",
 }
 
 
@@ -100,9 +105,11 @@ __all__ = [
     "__version__",
     "build_coordinator",
     "evaluate_policies",
+    "fit_answer_policy",
     "load_pool",
     "load_task_set",
     "run_evaluation",
     "run_evolve",
     "run_trinity_training",
+    "write_policy",
 ]

@@ -19,7 +19,10 @@ if TYPE_CHECKING:
 from consortium.cli.app import app, console, err_console
 from consortium.cli.options import (
     DEFAULT_TRACES,
+    MaxCallsOption,
+    MaxCostOption,
     PoolOption,
+    SubstituteOption,
     TracesOption,
 )
 
@@ -34,16 +37,21 @@ def ask(
     policy: Annotated[
         str | None,
         typer.Option(
-            help="A policy spec: single:NAME, random, workflow:vote|moa|debate|reflect, "
-            "conductor:NAME…, or a trained policy directory (`consortium train trinity --out`)."
+            help="A policy spec: single:NAME, random, workflow:judge-vote|moa|debate|reflect, "
+            "conductor:NAME…, or a policy folder (`consortium train coordinator` or "
+            "`train trinity`)."
         ),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the random router.")] = 0,
+    substitute: SubstituteOption = None,
+    max_calls: MaxCallsOption = None,
+    max_cost: MaxCostOption = None,
     traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
     """Ask the consortium one question and print the answer with who answered and what it cost."""
-    from consortium.coord.registry import build_coordinator
+    from consortium.coord.registry import build_coordinator, parse_substitutes
     from consortium.pool import Pool
+    from consortium.runtime.budget import Budget, Limits
     from consortium.runtime.caller import Caller
     from consortium.runtime.store import TraceStore
     from consortium.tasks.base import Task
@@ -52,13 +60,19 @@ def ask(
         raise ConsortiumError("the question is empty")
     config = load_pool(pool)
     coordinator = build_coordinator(
-        policy or (f"single:{model}" if model else "random"), config, seed
+        policy or (f"single:{model}" if model else "random"),
+        config,
+        seed,
+        parse_substitutes(substitute or []),
     )
+    limits = Limits(max_calls=max_calls, max_cost=max_cost)
     store = TraceStore(traces)
 
     async def go(run_id: str) -> tuple[Outcome, Caller]:
         async with Pool(config) as members:
-            caller = Caller(members, store, run_id, telemetry=Telemetry.from_env())
+            caller = Caller(
+                members, store, run_id, budget=Budget(limits), telemetry=Telemetry.from_env()
+            )
             task_caller = caller.for_task("ask", coordinator.name)
             outcome = await coordinator.run(Task("ask", question, "ask", "none"), task_caller)
             return outcome, caller
@@ -70,8 +84,10 @@ def ask(
     budget = caller.budget
     answered = f" · answered by {outcome.model}" if outcome.model else ""
     stop = next((n for n in outcome.notes if n.startswith("stop: ")), "")
+    declared = "".join(f" · {n}" for n in outcome.notes if n.startswith("substituted: "))
     err_console.print(
-        f"{coordinator.name}{answered}{f' ({stop})' if stop else ''} · {budget.calls} call(s) · "
+        f"{coordinator.name}{answered}{f' ({stop})' if stop else ''}{declared} · "
+        f"{budget.calls} call(s) · "
         f"{budget.tokens} tokens · ${budget.cost:.6f} · run {run_id}",
         style="dim",
         markup=False,

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 import typer
 
 from consortium.cli.app import app, console, err_console
+from consortium.core.costs import CostMeasure
 
 
 @app.command("coordinate")
@@ -57,6 +58,15 @@ def coordinate(
             "has no verdict is left out; a set with none to grade stops with its reason.",
         ),
     ] = "ours",
+    cost: Annotated[
+        CostMeasure,
+        typer.Option(
+            help="What cost means for the selections, λ, the cost target and the report: usd "
+            "(the records' dollars), tokens (tokens in + out as recorded) or seconds (each "
+            "call's recorded wall time). A pool with prices of 0 (local models) wants tokens or "
+            "seconds.",
+        ),
+    ] = "usd",
     cache: Annotated[
         Path | None, typer.Option(help="Cache folder for the code checks' sandbox runs.")
     ] = Path(".cache/coordination"),
@@ -64,11 +74,14 @@ def coordinate(
     """Every policy (single models, votes, ModelSwitch, MoT and FrugalGPT cascades, the learned
     scorer, multi-turn TRINITY at several λ; for programs also the example filter and filter and
     cluster, checked on each prompt's docstring examples in the sandbox) on each data set's train
-    split, reported on its test split.
+    split, reported on its test split. A family the pool cannot form is left out, and a selection
+    the train split cannot make (every candidate ties on train) is said, not made.
 
-    Example:
+    Examples:
 
     consortium coordinate --records records/gsm8k --records records/math --out out/coordination
+
+    consortium coordinate --records records/mine --cost tokens --out out/mine   # prices of 0
     """
     from consortium.coordinate.command import CoordinationRequest, run_coordination
     from consortium.coordinate.training import Budget
@@ -82,10 +95,17 @@ def coordinate(
         transcript_text=transcript_text,
         optimizer_seeds=(0, 1, 2) if optimizer_table else (),
         verdicts=verdicts,
+        cost=cost,
     )
-    summaries = run_coordination(request, log=lambda line: err_console.print(line))
+    summaries = run_coordination(request, log=lambda line: err_console.print(line, markup=False))
     for s in summaries:
+        best = f"best single {s['best_single']} {s['best_single_accuracy']:.2f}"
+        if s["best_single_untold"]:
+            best = "train split cannot tell the single models apart"
         console.print(
-            f"{s['dataset']}: best single {s['best_single']} {s['best_single_accuracy']:.2f}; "
-            f"report {out.with_suffix('.md')}"
+            f"{s['dataset']}: {best}; cost in {s['cost_measure']}; report {out.with_suffix('.md')}",
+            markup=False,
+            highlight=False,
         )
+        for line in s["selection_notes"]:
+            console.print(f"  {line}", markup=False, highlight=False)

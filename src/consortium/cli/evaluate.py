@@ -16,6 +16,7 @@ from consortium.cli.options import (
     MaxCostOption,
     PoolOption,
     RayAddressOption,
+    SubstituteOption,
     TaskCallsOption,
     TaskTokensOption,
     TracesOption,
@@ -38,8 +39,9 @@ def evaluate(
         list[str] | None,
         typer.Option(
             help="single:NAME, random, conductor:NAME[:workers=a,b:recursion=1], "
-            "workflow:single|vote|moa|debate|reflect[:models=a,b] or a trained policy directory; "
-            "repeatable. Default: every single model and random."
+            "workflow:single|judge-vote|moa|debate|reflect[:models=a,b], or a policy folder "
+            "(`consortium train coordinator` or `train trinity`); repeatable. Default: every "
+            "single model and random."
         ),
     ] = None,
     baselines: Annotated[
@@ -53,6 +55,7 @@ def evaluate(
         int, typer.Option(help="Tasks in flight at once.", callback=in_range("--concurrency", 1))
     ] = 32,
     seed: Annotated[int, typer.Option(help="Seed of the random router.")] = 0,
+    substitute: SubstituteOption = None,
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Write the report as JSON.")
     ] = None,
@@ -92,6 +95,7 @@ def evaluate(
     model and the per-question-best oracle, with in-distribution (ID) and out-of-distribution (OOD)
     means for the replay datasets.
     """
+    from consortium.coord.registry import parse_substitutes
     from consortium.core.progress import task_progress
     from consortium.evaluation.entry import EvalConfig, run_evaluation
     from consortium.evaluation.tables import failure_lines, plot_report, to_json, to_rich
@@ -112,6 +116,7 @@ def evaluate(
         executor=executor,
         ray_address=ray_address,
         traces=traces,
+        substitutes=parse_substitutes(substitute or []),
     )
     progress = task_progress(err_console)
 

@@ -71,11 +71,19 @@ def evolve(
     ] = 400,
     proposers: Annotated[
         str, typer.Option(help="Proposers to run each round, comma-separated.")
-    ] = "cluster-specialists,escalation,templates,prune,retrain-trinity",
+    ] = "cluster-specialists,escalation,templates,prune,retrain-trinity,answer-aware",
     retrain_generations: Annotated[
         int,
         typer.Option(
             help="sep-CMA-ES generations per warm-started TRINITY retraining (retrain-trinity)."
+        ),
+    ] = 3,
+    answer_samples: Annotated[
+        int,
+        typer.Option(
+            help="Samples per model the answer-aware proposer asks on the tuning tasks (the "
+            "most its policies ask one model; 1: the first samples the round measures anyway).",
+            callback=in_range("--answer-samples", 1),
         ),
     ] = 3,
     test: Annotated[
@@ -133,9 +141,11 @@ def evolve(
     Each round runs the current strategy on a tuning batch and a held-out batch, measures the
     collaboration (accuracy, calls, cost, escalations, disagreement, who answered right),
     proposes changes from the tuning batch (per-cluster models, cost-aware escalation with learned
-    thresholds, pruning) and adopts one only if it beats the incumbent on the held-out batch
-    (paired test) within the caps. Writes OUT/report.md, OUT/rounds.png, OUT/pareto.png; the
-    strategies and evidence also go to the trace database.
+    thresholds, pruning, answer-aware votes and cascades) and adopts one only if it beats the
+    incumbent on the held-out batch (paired test) within the caps. Writes OUT/report.md,
+    OUT/rounds.png, OUT/pareto.png; the strategies and evidence also go to the trace database.
+    An adopted answer-aware policy is written as a policy folder (OUT/adopted/round-N/CLUSTER)
+    that serve --policy takes.
 
     Example (replay pool, RouterBench's 11 priced models; the train split halved into tuning and
     held-out tasks, the test split kept for the final comparison):
@@ -174,6 +184,7 @@ def evolve(
         proposers=tuple(name for name in proposers.split(",") if name),
         tolerance=tolerance,
         retrain_generations=retrain_generations,
+        answer_samples=answer_samples,
         loop=EvolveConfig(
             rounds=rounds,
             tuning_batch=batch,

@@ -17,12 +17,14 @@ __all__ = [
     "DEFAULT_TRACES",
     "ComponentsOption",
     "ExecutorOption",
+    "MaxCallsOption",
     "MaxCostOption",
     "MinibatchOption",
     "PoolOption",
     "PopsizeOption",
     "RayAddressOption",
     "SigmaOption",
+    "SubstituteOption",
     "TaskCallsOption",
     "TaskTokensOption",
     "TracesOption",
@@ -70,6 +72,22 @@ MaxCostOption = Annotated[
     typer.Option(
         help="Cap on the run's cost in USD; a call that could exceed it is not made.",
         callback=in_range("--max-cost", 0),
+    ),
+]
+MaxCallsOption = Annotated[
+    int | None,
+    typer.Option(
+        help="Cap on the run's model calls; an answer-aware policy stops there with its best "
+        "answer so far.",
+        callback=in_range("--max-calls", 0),
+    ),
+]
+SubstituteOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--substitute",
+        help="OLD=NEW: run an answer-aware policy folder with the pool's model NEW in place of "
+        "its model OLD (repeatable); the answer's notes say so.",
     ),
 ]
 TaskCallsOption = Annotated[

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from consortium.cli.app import app, console, err_console
-from consortium.cli.options import MaxCostOption, PoolOption
+from consortium.cli.options import DEFAULT_TRACES, MaxCostOption, PoolOption, TracesOption
 
 
 @app.command("record")
@@ -40,10 +40,12 @@ def record_command(
     dataset: Annotated[
         str | None, typer.Option(help="The data set's name (default: the tasks').")
     ] = None,
+    traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
     """Record every model of a pool on a task set, N samples each, in the records format
     (manifest.json + outputs.parquet), graded by the task set's grader. Every finished call is
-    journaled first, so --resume after a crash or kill -9 finishes the same file.
+    journaled first, so --resume after a crash or kill -9 finishes the same file; each call made
+    is also in the trace store, as a run of kind `record` (`consortium traces show latest`).
 
     Example:
 
@@ -73,6 +75,7 @@ def record_command(
         dataset=dataset,
         pool_source=pool.name,
         created_by=f"consortium record --tasks {tasks} --samples {samples}",
+        traces=traces,
     )
     columns = (
         TextColumn("recording"),
@@ -90,7 +93,8 @@ def record_command(
     table = result.records.table
     console.print(
         f"{out}: {table.num_rows} outputs ({result.calls} new, {result.resumed} from the journal), "
-        f"{result.errors} failed calls, ${result.spent:.4f} spent",
+        f"{result.errors} failed calls, ${result.spent:.4f} spent; calls traced as run "
+        f"{result.run_id}",
         highlight=False,
     )
     if result.skipped_for_budget:

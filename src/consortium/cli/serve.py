@@ -20,7 +20,9 @@ from consortium.cli.options import (
     DEFAULT_TRACES,
     PORT,
     PoolOption,
+    SubstituteOption,
     TracesOption,
+    in_range,
 )
 
 
@@ -30,8 +32,9 @@ def serve(
     policy: Annotated[
         str,
         typer.Option(
-            help="What answers: single:NAME, workflow:…, conductor:…, a trained TRINITY policy "
-            "directory, or an evolve folder (its final strategy)."
+            help="What answers: single:NAME, workflow:…, conductor:…, a policy folder "
+            "(`consortium train coordinator` or `train trinity`), or an evolve folder (its final "
+            "strategy)."
         ),
     ],
     host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")] = "127.0.0.1",
@@ -47,10 +50,28 @@ def serve(
     request_timeout: Annotated[
         float, typer.Option(help="Seconds a request may take before it is answered 504.")
     ] = 300.0,
-    max_calls: Annotated[int | None, typer.Option(help="Cap on model calls per request.")] = None,
-    max_tokens: Annotated[int | None, typer.Option(help="Cap on tokens per request.")] = None,
-    max_cost: Annotated[float | None, typer.Option(help="Cap on USD per request.")] = None,
+    max_calls: Annotated[
+        int | None,
+        typer.Option(
+            help="Cap on model calls per request; an answer-aware policy stops there with its "
+            "best answer so far (x-consortium-stop: budget hit after N calls).",
+            callback=in_range("--max-calls", 0),
+        ),
+    ] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(help="Cap on tokens per request.", callback=in_range("--max-tokens", 0)),
+    ] = None,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(
+            help="Cap on USD per request (as --max-calls: an answer-aware policy answers with "
+            "what it has; 402 only when nothing was answered).",
+            callback=in_range("--max-cost", 0),
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the random router.")] = 0,
+    substitute: SubstituteOption = None,
     traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
     """Serve the ensemble as one OpenAI-compatible model.
@@ -68,6 +89,7 @@ def serve(
 
     import uvicorn
 
+    from consortium.coord.registry import parse_substitutes
     from consortium.pool import Pool
     from consortium.runtime.budget import Limits
     from consortium.runtime.caller import Caller
@@ -82,9 +104,11 @@ def serve(
             "'Authorization: Bearer <token>'), or bind to 127.0.0.1"
         )
     config = load_pool(pool)
-    coordinator = _served_coordinator(policy, config, seed)
+    substitutes = parse_substitutes(substitute or [])
+    coordinator = _served_coordinator(policy, config, seed, substitutes)
     store = TraceStore(traces)
-    run_id = store.start_run("serve", pool=str(pool), config={"policy": policy, "name": name})
+    settings = {"policy": policy, "name": name, "substitutes": substitutes}
+    run_id = store.start_run("serve", pool=str(pool), config=settings)
     members = Pool(config)
     traces_queue = TraceQueue(store)
 
@@ -102,21 +126,30 @@ def serve(
         limits=Limits(max_calls=max_calls, max_tokens=max_tokens, max_cost=max_cost),
         on_close=close,
     )
+    standing_in = ", ".join(f"{new} in place of {old}" for old, new in substitutes.items())
     err_console.print(
         f"serving {coordinator.name} as {name!r} on http://{host}:{port}/v1 "
-        f"(auth: {'bearer token' if token else 'none, loopback only'}; traces: run {run_id})"
+        f"(auth: {'bearer token' if token else 'none, loopback only'}; traces: run {run_id}"
+        f"{f'; substituted: {standing_in}' if standing_in else ''})"
     )
     uvicorn.run(server.app, host=host, port=port, log_level="warning", access_log=False)
 
 
-def _served_coordinator(policy: str, config: PoolConfig, seed: int) -> Coordinator:
+def _served_coordinator(
+    policy: str, config: PoolConfig, seed: int, substitutes: dict[str, str]
+) -> Coordinator:
     """A policy spec, or an evolve folder's final strategy."""
     from consortium.coord.registry import build_coordinator
     from consortium.evolve.strategies import Strategy, StrategyCoordinator
 
     state_path = Path(policy) / "state.json"
     if state_path.exists():
+        if substitutes:
+            raise ConsortiumError(
+                f"--substitute: {policy} is an evolve folder; substitutes apply to an "
+                "answer-aware policy folder"
+            )
         state = json.loads(state_path.read_text())
         strategy = Strategy.model_validate(state["incumbent"])
         return StrategyCoordinator(strategy, lambda spec: build_coordinator(spec, config, seed))
-    return build_coordinator(policy, config, seed)
+    return build_coordinator(policy, config, seed, substitutes)

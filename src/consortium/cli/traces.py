@@ -89,8 +89,8 @@ def traces_show(
     limit: Annotated[int, typer.Option(help="Calls to show.")] = 50,
     traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
-    """One run: its calls (task, turn, model, role, tokens, cost, latency, verdict, error), then
-    each failed task with its reason."""
+    """One run: its calls (task, turn, model, role, tokens, cost, latency, verdict, error), the
+    stages of its answer-aware policies, then each failed task with its reason."""
     store, header = _stored_run(traces, run)
     run = header["run_id"]
     console.print(f"run {run} · {header['kind']} · {header['status']} · pool {header['pool']}")
@@ -126,11 +126,46 @@ def traces_show(
             f"showing {limit:,} of {total:,} calls (--limit N shows more; "
             f"`consortium traces export {run}` writes them all)"
         )
+    _show_stages(store, run, limit)
     failed = [r for r in store.iter_results(run) if r["error"]]
     if failed:
         console.print(f"{len(failed):,} task(s) failed:")
     for result in failed[:limit]:
         console.print(f"  {result['task_id']} · {result['policy']}: {result['error']}")
+
+
+def _show_stages(store: TraceStore, run: str, limit: int) -> None:
+    """The stages of the run's answer-aware policies, a table per task: each sample asked for,
+    the answer's agreement key, its check and scorer probability, what the rule decided next."""
+    table: Table | None = None
+    shown: tuple[str, str, int] | None = None
+    total = 0
+    for total, stage in enumerate(store.iter_stages(run), 1):
+        if total > limit:
+            continue  # counted, not shown
+        task = (stage["task_id"] or "", stage["policy"] or "")
+        if table is None or shown is None or shown[:2] != task:
+            if table is not None:
+                console.print(table)
+            table = Table(title=f"stages of {task[0]} · {task[1]}", title_justify="left")
+            for column in ("stage", "model #", "call", "answer key", "check", "scorer p"):
+                table.add_column(column, no_wrap=column != "answer key", overflow="fold")
+            table.add_column("then", overflow="fold")
+        checked = stage["checked"]
+        table.add_row(
+            str(stage["stage"]),
+            f"{stage['model']} #{stage['sample']}",
+            stage["status"] + (" (submitted)" if stage["chosen"] else ""),
+            (stage["answer"] or "")[:60],
+            "" if checked is None else ("passed" if checked else "failed"),
+            "" if stage["score"] is None else f"{stage['score']:.3f}",
+            stage["decision"] if shown != (*task, stage["stage"]) else "",
+        )
+        shown = (*task, stage["stage"])
+    if table is not None:
+        console.print(table)
+    if total > limit:
+        err_console.print(f"showing {limit:,} of {total:,} stages (--limit N shows more)")
 
 
 def dollars(cost: float) -> str:

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from consortium.cli.app import console, train_app
+from consortium.core.costs import CostMeasure
 
 
 @train_app.command("coordinator")
@@ -15,12 +16,18 @@ def train_coordinator(
     kind: Annotated[
         str,
         typer.Option(
-            help="vote (every model, weighted by train accuracy), scorer (every model; a "
-            "logistic scorer of the answers' agreement, fitted on train, picks), scorer-cascade "
+            help="auto (every kind below but trinity, fitted on train; the best train "
+            "accuracy is kept, ties to the cheaper), vote (every model, weighted by train "
+            "accuracy), scorer (every model; a logistic scorer of the answers' agreement, "
+            "fitted on train, picks), scorer-cascade "
             "(FrugalGPT: models cheapest first, stop once the scorer is sure), model-switch "
             "(models in train-accuracy order until two answers agree), mot-cascade (cheap "
-            "models' samples, escalate to a strong model when they disagree) or single (the "
-            "best model)."
+            "models' samples, escalate to a strong model when they disagree), single (the "
+            "best model), example-filter (code: models in order, a sample at a time, until a "
+            "program passes its docstring examples), filter-and-cluster (code: every model's "
+            "samples, the largest cluster of programs that pass and behave alike) or trinity "
+            "(multi-turn: each turn a head trained with sep-CMA-ES reads "
+            "the answers so far and picks a model as Worker or Verifier, or submits)."
         ),
     ],
     records: Annotated[
@@ -31,9 +38,30 @@ def train_coordinator(
         float,
         typer.Option(
             help="λ of the train objective right − λ·cost (cost in units of the best single "
-            "model's mean $ per question): 0 picks for accuracy alone.",
+            "model's mean cost per question): 0 picks for accuracy alone.",
         ),
     ] = 0.0,
+    cost: Annotated[
+        CostMeasure,
+        typer.Option(
+            help="What the selection's cost is: usd, tokens or seconds (as recorded); the "
+            "figures stay in dollars. A pool with prices of 0 wants tokens or seconds."
+        ),
+    ] = "usd",
+    stop: Annotated[
+        str,
+        typer.Option(
+            help="trinity only: accept (the paper's rule: stop at a Verifier's ACCEPT or after "
+            "5 turns) or submit (the head may also submit the current answer at any turn)."
+        ),
+    ] = "accept",
+    cache: Annotated[
+        Path | None,
+        typer.Option(
+            help="Code records: cache folder for the programs' sandbox runs on their docstring "
+            "examples (the one `consortium coordinate` fills)."
+        ),
+    ] = Path(".cache/coordination"),
 ) -> None:
     """Fit an answer-aware policy on a records folder's train split and write it as a policy
     folder (policy.json: kind, answer kind, models, weights / order / threshold, the prices it
@@ -49,12 +77,22 @@ def train_coordinator(
     """
     from consortium.cli.records import say_grade_warnings
     from consortium.coord.answers.folder import write_policy
+    from consortium.coordinate.best_kind import AUTO, fit_best_kind
     from consortium.coordinate.fit_policy import fit_answer_policy
     from consortium.records.store import load_records
 
     say_grade_warnings(load_records(records))
     command = f"consortium train coordinator --kind {kind} --records {records} --out {out}"
-    policy = fit_answer_policy(kind, records, lam=lam, created_by=command)
+    command += f" --cost {cost}" if cost != "usd" else ""
+    command += f" --stop {stop}" if stop != "accept" else ""
+    if kind == AUTO:
+        policy = fit_best_kind(
+            records, lam=lam, cost=cost, created_by=command, cache_dir=cache, say=console.print
+        )
+    else:
+        policy = fit_answer_policy(
+            kind, records, lam=lam, created_by=command, cost=cost, stop=stop, cache_dir=cache
+        )
     write_policy(out, policy)
     console.print(
         f"{policy.name}: {policy.selection}\n"

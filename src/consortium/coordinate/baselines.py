@@ -11,9 +11,10 @@ from itertools import combinations, permutations
 
 import numpy as np
 
+from consortium.coord.answers.programs import ExampleFilter, FilterAndCluster
 from consortium.coord.answers.rules import MAX_SAMPLES as RULE_MAX_SAMPLES
 from consortium.coord.answers.rules import ModelSwitch, MotCascade, SingleAnswer, WeightedVote
-from consortium.coordinate.outcomes import OutcomeTable, Sample
+from consortium.coordinate.outcomes import OutcomeTable
 from consortium.coordinate.rule_runs import run_rule
 from consortium.coordinate.runs import (
     Asked,
@@ -22,17 +23,10 @@ from consortium.coordinate.runs import (
     new_run,
     train_accuracy,
     train_cost,
-    vote,
 )
 
 MAX_SAMPLES = RULE_MAX_SAMPLES
 """Self-consistency and ModelSwitch ask a model for at most this many recorded samples."""
-
-
-def _up_to(table: OutcomeTable, q: int, models: Sequence[int], limit: int) -> Asked:
-    """Each model's first `limit` recorded samples of question q (fewer where fewer exist), model
-    by model in the given order."""
-    return [(m, k) for m in models for k in range(min(len(table.samples[q][m]), limit))]
 
 
 def _first_samples(table: OutcomeTable, q: int, models: Sequence[int]) -> Asked:
@@ -128,6 +122,13 @@ def mot_cascade_rule(
     )
 
 
+def mot_cascade_rule_of(table: OutcomeTable, run: PolicyRun) -> MotCascade:
+    """The rule of a `mot_family` member, from its params."""
+    cheap = [table.models.index(str(m)) for m in run.params["cheap"]]  # type: ignore[attr-defined]
+    strong = table.models.index(str(run.params["strong"]))
+    return mot_cascade_rule(table, cheap, strong, float(run.params["threshold"]))  # type: ignore[arg-type]
+
+
 def mot_family(table: OutcomeTable) -> list[PolicyRun]:
     """Strong model: one of the 3 most accurate (train); cheap set: one or two of the 3 cheapest
     models cheaper than it; threshold 0.6 or 1.0; a train-split rule picks among them
@@ -150,25 +151,18 @@ EXAMPLE_FILTER_SAMPLES = (1, 3, 5, 10)
 """How many recorded samples of each model the example filter may ask for."""
 
 
+def example_filter_rule(table: OutcomeTable, order: Sequence[int], samples: int) -> ExampleFilter:
+    return ExampleFilter(tuple(table.models[m] for m in order), samples)
+
+
 def example_filter(table: OutcomeTable, order: Sequence[int], samples: int) -> PolicyRun:
     """Ask the models in `order`, each for up to `samples` recorded samples, and submit the first
     answer that passes its check (for programs: every docstring example, in the sandbox); when
     none passes, submit the first answer asked for (no further call)."""
-    names = "→".join(table.models[m] for m in order)
-    run = new_run(f"example filter [{names}, ≤{samples} each]", table, "cascade")
-    run.params = {"order": [table.models[m] for m in order], "samples": samples}
-    for q in range(table.n_questions):
-        asked: Asked = []
-        answer: Sample | None = None
-        offered = _up_to(table, q, order, samples)
-        for m, k in offered:
-            asked.append((m, k))
-            if table.samples[q][m][k].checked:
-                answer = table.samples[q][m][k]
-                break
-        if answer is None and asked:
-            answer = table.samples[q][asked[0][0]][asked[0][1]]
-        charge(run, table, q, asked, answer)
+    rule = example_filter_rule(table, order, samples)
+    title = f"example filter [{'→'.join(rule.order)}, ≤{samples} each]"
+    run = run_rule(table, rule, title, "cascade")
+    run.params = {"order": list(rule.order), "samples": samples}
     return run
 
 
@@ -192,19 +186,23 @@ CLUSTER_SAMPLES = (3, 5, 10)
 """How many recorded samples of each model filter-and-cluster asks for."""
 
 
+def filter_and_cluster_rule(
+    table: OutcomeTable, models: Sequence[int], samples: int
+) -> FilterAndCluster:
+    names = tuple(table.models[m] for m in models)
+    accuracy = _named(table, train_accuracy(table))
+    return FilterAndCluster(names, {name: accuracy[name] for name in names}, samples)
+
+
 def filter_and_cluster(table: OutcomeTable, models: Sequence[int], samples: int) -> PolicyRun:
     """AlphaCode's selection: ask each model for up to `samples` recorded samples, keep the
     programs that pass their docstring examples, and submit from the largest behaviour cluster
     (agreement on the examples and the probe calls; each model's votes weighted by its train
     accuracy, as in the weighted vote). When none passes, the same vote over every program."""
-    names = "+".join(table.models[m] for m in models)
-    run = new_run(f"filter and cluster [{names}, ≤{samples} each]", table, "vote")
-    run.params = {"models": [table.models[m] for m in models], "samples": samples}
-    weights = train_accuracy(table)
-    for q in range(table.n_questions):
-        asked = _up_to(table, q, models, samples)
-        passing = [(m, k) for m, k in asked if table.samples[q][m][k].checked]
-        charge(run, table, q, asked, vote(table, q, passing or asked, weights))
+    rule = filter_and_cluster_rule(table, models, samples)
+    title = f"filter and cluster [{'+'.join(rule.models)}, ≤{samples} each]"
+    run = run_rule(table, rule, title, "vote")
+    run.params = {"models": list(rule.models), "samples": samples}
     return run
 
 

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from consortium.coordinate.code_checks import example_coverage
+from consortium.coordinate.cost_measure import in_measure, require_measure
 from consortium.coordinate.outcomes import Verdicts
 from consortium.coordinate.pipeline import LAMBDAS, DatasetResult, run_dataset
 from consortium.coordinate.report import dataset_summary, write_report
@@ -17,8 +17,10 @@ from consortium.coordinate.tables import outcome_table
 from consortium.coordinate.targets import GROUP_TARGETS, TARGETS, group_summary
 from consortium.coordinate.training import Budget
 from consortium.coordinate.transcript_text import transcript_text
+from consortium.core.costs import CostMeasure
 from consortium.records.agreement import grade_warnings
 from consortium.records.store import Records, load_records
+from consortium.tasks.code_checks import example_coverage
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,8 @@ class CoordinationRequest:
     optimizer_seeds: tuple[int, ...] = ()
     """Seeds of the optimizer table (none: no table)."""
     verdicts: Verdicts = "ours"
+    cost: CostMeasure = "usd"
+    """What cost is measured in: the records' dollars, tokens, or seconds (wall time)."""
 
 
 def run_coordination(
@@ -45,16 +49,14 @@ def run_coordination(
     summaries = []
     grouped = {d for target in GROUP_TARGETS.values() for d in target.datasets}
     kept: dict[str, DatasetResult] = {}  # only the sets a group target needs stay in memory
-    warned = {
-        folder: [w.line() for w in grade_warnings(load_records(folder))]
-        for folder in request.records
-    }
+    warned = {folder: _warnings(load_records(folder), request.cost) for folder in request.records}
     for line in (line for lines in warned.values() for line in lines):
         say(line)
     for folder in request.records:
         records = load_records(folder)
         say(f"{records.manifest.dataset}: building the outcome table")
         table = outcome_table(records, request.cache_dir, verdicts=request.verdicts)
+        table = in_measure(table, records, request.cost)
         texts = _questions(records)
         features = None
         if request.routers:
@@ -74,6 +76,7 @@ def run_coordination(
             optimizer_seeds=request.optimizer_seeds,
             question_features=features,
             text=text,
+            measure=request.cost,
         )
         summary = dataset_summary(result)
         summary["grade_warnings"] = warned[folder]
@@ -91,6 +94,13 @@ def run_coordination(
     ]
     write_report(summaries, request.out, request.targets, groups)
     return summaries
+
+
+def _warnings(records: Records, measure: CostMeasure) -> list[str]:
+    """The folder's grade warnings, once it is known to be costable in `measure` (every folder
+    is checked before the first one's long run)."""
+    require_measure(records, measure)
+    return [w.line() for w in grade_warnings(records)]
 
 
 def _questions(records: Records) -> dict[str, str]:

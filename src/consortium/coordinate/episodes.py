@@ -1,152 +1,234 @@
-"""Multi-turn TRINITY on recorded outputs, as a declared simulation of the roles.
+"""Multi-turn TRINITY played on recorded outputs: the records runner of the one decision function
+(`consortium.coord.answers.trinity_turns.TrinityTurns`), with the roles as declared simulations.
 
-Each turn the head reads the transcript's features and picks a model and a role:
 - Worker: the model's next recorded sample (the k-th ask of a model gets its k-th sample, as the
   replay server serves it) joins the transcript as an answer.
-- Verifier: re-solves (the model's next recorded sample) and ACCEPTs exactly when its answer agrees
-  with the current answer (MoT's consistency test); for code it instead runs the current program on
-  its docstring examples in the sandbox (no model call, no $) and ACCEPTs when they pass.
-- Thinker: no replay simulation exists; it is left out of the action space.
-The run stops at ACCEPT or after `max_turns`. Answer rule (declared): the current answer is the
-most common answer among the Worker answers so far that pass their check (for code: the
-docstring examples; otherwise: an answer is present), or among all answers when none passes
-(ties: the most recent); the final answer is the current answer when the run stops. Every turn
-is charged its sample's recorded $ and tokens, rejected ones included. A model with no sample
-left cannot be picked (masked)."""
+- Verifier: re-solves (the model's next recorded sample) and ACCEPTs exactly when its answer
+  agrees with the current answer (MoT's consistency test; `resolve_verdict`); for code it instead
+  runs the current program on its docstring examples in the sandbox (no model call, no $) and
+  ACCEPTs when they pass.
+- Thinker: no replay simulation exists; a head that may pick it is refused here.
+An ask past a model's last recorded sample of the question fails, as the replay server answers
+it (samples exhausted): remembered, not charged, no turn (the head decides again without that
+model). Every answered call is charged its sample's recorded $ and tokens, rejected ones
+included. The answer rule and the stop rule are the decision function's."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from consortium.coord.answers.classes import NO_ANSWER
+from consortium.coord.answers.rules import Submit
+from consortium.coord.answers.stages import MAX_DECISIONS
+from consortium.coord.answers.trinity_turns import (
+    THINKER,
+    Call,
+    TextReader,
+    TrinityTurns,
+    Turn,
+    current_index,
+    resolve_verdict,
+)
+from consortium.coord.answers.trinity_turns import VERIFIER as VERIFIER_ROLE
+from consortium.coord.answers.trinity_turns import WORKER as WORKER_ROLE
 from consortium.coordinate.outcomes import OutcomeTable, Sample
+from consortium.coordinate.runs import PolicyRun, new_run
 from consortium.coordinate.transcript_text import TranscriptText
 
+ROLE_NAMES = (WORKER_ROLE, VERIFIER_ROLE)
+"""The role rows a head trained on records has, in order (a Thinker has no simulation)."""
 WORKER, VERIFIER = 0, 1
-ROLES = ("Worker", "Verifier")
+"""The two roles' row indices in ROLE_NAMES (what `Episodes.step` takes)."""
 
 
 @dataclass
 class Transcript:
-    """The state of one question's run."""
+    """One question's run: the turns as the decision function reads them, and what was paid."""
 
     q: int
-    used: list[int]
-    workers: list[tuple[int, Sample]] = field(default_factory=list)
-    asked: list[tuple[int, int]] = field(default_factory=list)
-    """(model, sample index) of each Worker answer, in the order of `workers`."""
-    turns: list[tuple[int, int, bool]] = field(default_factory=list)
-    """(model, role, accepted) per turn."""
+    table: OutcomeTable
+    log: list[Turn] = field(default_factory=list)
     cost: float = 0.0
     tokens: int = 0
     calls: int = 0
-    accepted: bool = False
-    rejected_last: bool = False
+    submitted: Submit | None = None
+
+    def _done(self) -> list[Turn]:
+        return [t for t in self.log if t.available]
+
+    @property
+    def accepted(self) -> bool:
+        done = self._done()
+        return bool(done and done[-1].role == VERIFIER_ROLE and done[-1].verdict)
+
+    @property
+    def rejected_last(self) -> bool:
+        done = self._done()
+        return bool(done and done[-1].role == VERIFIER_ROLE and not done[-1].verdict)
+
+    @property
+    def turns(self) -> list[tuple[int, int, bool]]:
+        """(model, role row, accepted) per turn."""
+        models = self.table.models
+        return [
+            (models.index(t.model), ROLE_NAMES.index(t.role), bool(t.verdict)) for t in self._done()
+        ]
+
+    @property
+    def used(self) -> list[int]:
+        """[m]: how many of model m's samples were asked for."""
+        return [
+            sum(1 for t in self.log if t.model == name and t.sample is not None)
+            for name in self.table.models
+        ]
+
+    @property
+    def asked(self) -> list[tuple[int, int]]:
+        """(model, sample index) of each Worker answer, in order."""
+        models = self.table.models
+        return [
+            (models.index(t.model), t.sample or 0) for t in self._done() if t.role == WORKER_ROLE
+        ]
+
+    def sample(self, turn: Turn) -> Sample:
+        return self.table.samples[self.q][self.table.models.index(turn.model)][turn.sample or 0]
 
     def current(self) -> Sample | None:
-        answered = [(i, s) for i, (_, s) in enumerate(self.workers) if s.answer_class != NO_ANSWER]
-        if not answered:
-            return None
-        # a program that fails its docstring examples is not submitted while one that passes is
-        answered = [(i, s) for i, s in answered if s.checked] or answered
-        counts: dict[int, int] = {}
-        latest: dict[int, int] = {}
-        for i, s in answered:
-            counts[s.answer_class] = counts.get(s.answer_class, 0) + 1
-            latest[s.answer_class] = i
-        winner = max(counts, key=lambda c: (counts[c], latest[c]))
-        return next(s for i, s in reversed(answered) if s.answer_class == winner)
+        now = current_index(self.log)
+        return None if now is None else self.sample(self.log[now])
+
+    def answer(self) -> Sample | None:
+        """The submitted answer's sample (the current answer when the run has not submitted)."""
+        index = self.submitted.index if self.submitted is not None else current_index(self.log)
+        return None if index is None else self.sample(self.log[index])
 
 
 class Episodes:
-    """The simulation over one outcome table."""
+    """The records side of TRINITY over one outcome table: each model may be asked as many times
+    as its most-sampled question recorded; `stop` and `max_turns` are the head's."""
 
     def __init__(
-        self, table: OutcomeTable, max_turns: int = 5, text: TranscriptText | None = None
+        self,
+        table: OutcomeTable,
+        max_turns: int = 5,
+        text: TranscriptText | None = None,
+        stop: str = "accept",
     ) -> None:
         self.table = table
-        self.max_turns = max_turns
         self.text = text
         """With it, the head also reads the transcript's text feature (transcript_text)."""
         self.code = table.answer_kind == "code"
         self.n_models = table.n_models
-        self.n_structured = 8 + max_turns + 3 * self.n_models
-        self.n_features = self.n_structured + (text.dims if text is not None else 0)
+        self.index = {name: m for m, name in enumerate(table.models)}
+        limits = {
+            name: max(1, max(len(row[m]) for row in table.samples))
+            for m, name in enumerate(table.models)
+        }
+        self.head = TrinityTurns(
+            table.models,
+            None,
+            limits,
+            max_turns=max_turns,
+            roles=ROLE_NAMES,
+            stop=stop,
+            code=self.code,
+            text_dims=text.dims if text is not None else 0,
+        )
+        self.n_structured = self.head.n_structured
+        self.n_features = self.head.n_features
+
+    @property
+    def n_weights(self) -> int:
+        return int(self.head.weights.size)
+
+    def rule(self, weights: np.ndarray) -> TrinityTurns:
+        return self.head.with_weights(weights)
 
     def start(self, q: int) -> Transcript:
-        return Transcript(q, [0] * self.n_models)
+        return Transcript(q, self.table)
+
+    def reader(self, q: int) -> TextReader | None:
+        text = self.text
+        if text is None:
+            return None
+        index = self.index
+
+        def read(turns: Sequence[Turn]) -> np.ndarray:
+            workers = [t for t in turns if t.available and t.role == WORKER_ROLE]
+            return text.features(q, [(index[t.model], t.sample or 0) for t in workers])
+
+        return read
 
     def available(self, t: Transcript) -> np.ndarray:
-        return np.array(
-            [t.used[m] < len(self.table.samples[t.q][m]) for m in range(self.n_models)], bool
-        )
+        return self.head.available(t.log)
 
     def features(self, t: Transcript) -> np.ndarray:
-        """The declared structured features of the transcript (the answers so far): a constant,
-        the turn, how many Worker answers, the current answer's share and presence and check, how
-        many distinct answers, whether the last Verifier rejected; per model: answered as Worker,
-        agrees with the current answer, has samples left. With `text`, then the transcript's text
-        feature (the question and the Worker answers so far)."""
-        x = np.zeros(self.n_features)
-        x[0] = 1.0
-        current = t.current()
-        classes = [s.answer_class for _, s in t.workers if s.answer_class != NO_ANSWER]
-        x[1] = len(t.workers) / self.max_turns
-        if current is not None:
-            x[2] = 1.0
-            x[3] = classes.count(current.answer_class) / max(1, len(t.workers))
-            x[4] = 1.0 if current.checked else 0.0
-            x[5] = classes.count(current.answer_class) / self.max_turns
-        x[6] = len(set(classes)) / self.max_turns
-        x[7] = 1.0 if t.rejected_last else 0.0
-        x[8 + min(len(t.turns), self.max_turns - 1)] = 1.0
-        base = 8 + self.max_turns
-        for m, s in t.workers:
-            x[base + 3 * m] = 1.0
-            if current is not None and s.answer_class == current.answer_class:
-                x[base + 3 * m + 1] = 1.0
-        for m, left in enumerate(self.available(t)):
-            x[base + 3 * m + 2] = 1.0 if left else 0.0
-        if self.text is not None:
-            x[self.n_structured :] = self.text.features(t.q, t.asked)
-        return x
-
-    def role_mask(self, t: Transcript) -> np.ndarray:
-        """A Verifier needs a current answer to verify."""
-        return np.array([True, t.current() is not None])
+        return self.head.features(t.log, self.reader(t.q))
 
     def step(self, t: Transcript, model: int, role: int) -> None:
+        """Carry out (model, role row) as the head would ask it."""
+        name = self.table.models[model]
         if role == VERIFIER and self.code:
+            self.apply(t, Call(name, None, VERIFIER_ROLE))
+        else:
+            self.apply(t, Call(name, self.head.asked(t.log, name), ROLE_NAMES[role]))
+
+    def apply(self, t: Transcript, call: Call) -> Turn:
+        """The call on the recorded samples: its turn joins the transcript (and is paid)."""
+        if call.role == THINKER:
+            raise ValueError("a Thinker has no replay simulation; train without it")
+        if call.sample is None:  # a code Verifier: the current program's docstring examples
             current = t.current()
-            t.accepted = bool(current is not None and current.checked)
-            t.turns.append((model, role, t.accepted))
-            t.rejected_last = not t.accepted
-            return
-        sample = self.table.samples[t.q][model][t.used[model]]
-        t.used[model] += 1
+            turn = Turn(call.model, None, VERIFIER_ROLE, verdict=bool(current and current.checked))
+            t.log.append(turn)
+            return turn
+        recorded = self.table.samples[t.q][self.index[call.model]]
+        if call.sample >= len(recorded):
+            turn = Turn(call.model, call.sample, call.role, available=False)
+            t.log.append(turn)
+            return turn
+        sample = recorded[call.sample]
         t.cost += sample.cost_usd
         t.tokens += sample.tokens
         t.calls += 1
-        if role == WORKER:
-            t.workers.append((model, sample))
-            t.asked.append((model, t.used[model] - 1))
-            t.turns.append((model, role, False))
-            t.rejected_last = False
-            return
-        current = t.current()
-        t.accepted = bool(
-            current is not None
-            and sample.answer_class != NO_ANSWER
-            and sample.answer_class == current.answer_class
+        resolves = call.role == VERIFIER_ROLE
+        verdict = resolve_verdict(t.log, sample.answer_class) if resolves else None
+        turn = Turn(
+            call.model, call.sample, call.role, sample.answer_class, sample.checked, verdict
         )
-        t.turns.append((model, role, t.accepted))
-        t.rejected_last = not t.accepted
+        t.log.append(turn)
+        return turn
 
     def done(self, t: Transcript) -> bool:
-        return t.accepted or len(t.turns) >= self.max_turns or not self.available(t).any()
+        return self.head.stopped(t.log) is not None
 
     def correct(self, t: Transcript) -> bool:
-        current = t.current()
-        return bool(current is not None and current.correct)
+        answer = t.answer()
+        return bool(answer is not None and answer.correct)
+
+    def play(self, rule: TrinityTurns, q: int) -> Transcript:
+        """The rule's decisions on question q's recorded samples, until it submits."""
+        t = self.start(q)
+        reader = self.reader(q)
+        for _ in range(MAX_DECISIONS):
+            decision = rule.decide(t.log, reader)
+            if isinstance(decision, Submit):
+                t.submitted = decision
+                return t
+            self.apply(t, decision)
+        raise RuntimeError(f"TRINITY asked {MAX_DECISIONS} times without submitting")
+
+
+def run_trinity(episodes: Episodes, rule: TrinityTurns, name: str, note: str = "") -> PolicyRun:
+    """The rule over every question of the table (the report's TRINITY rows)."""
+    table = episodes.table
+    run = new_run(name, table, "trinity", note)
+    for q in range(table.n_questions):
+        t = episodes.play(rule, q)
+        run.correct[q] = episodes.correct(t)
+        run.cost[q] = t.cost
+        run.tokens[q] = t.tokens
+        run.calls[q] = t.calls
+    return run

@@ -13,15 +13,20 @@ from pathlib import Path
 import numpy as np
 
 from consortium.coord.answers.folder import FOLDER_SCHEMA, AnswerPolicy, Figures, FittedOn
-from consortium.coord.answers.kinds import RULE_KINDS
+from consortium.coord.answers.kinds import CHECKED_KINDS, RULE_KINDS, TURN_KINDS
 from consortium.coord.answers.live import LIVE_KINDS
 from consortium.coord.answers.rules import Rule, SingleAnswer
+from consortium.coord.answers.trinity_turns import STOPS, TrinityTurns
 from consortium.coordinate import baselines, scorer
+from consortium.coordinate.cost_measure import in_measure
+from consortium.coordinate.episodes import Episodes, run_trinity
 from consortium.coordinate.outcomes import OutcomeTable
 from consortium.coordinate.rule_runs import run_rule
 from consortium.coordinate.runs import PolicyRun, train_accuracy, train_cost
-from consortium.coordinate.selection import objective, select_best
+from consortium.coordinate.selection import select_best, ties
 from consortium.coordinate.tables import outcome_table
+from consortium.coordinate.training import Budget, train_head
+from consortium.core.costs import CostMeasure
 from consortium.core.errors import ConfigError
 from consortium.records.schema import OUTPUTS
 from consortium.records.store import load_records
@@ -36,15 +41,26 @@ def _figures(run: PolicyRun, questions: np.ndarray) -> Figures:
     )
 
 
-def _ties(runs: list[PolicyRun], train: np.ndarray, lam: float, unit: float) -> int:
-    scores = [round(objective(r, train, lam, unit), 12) for r in runs]
-    return scores.count(max(scores))
+def _cost_unit(table: OutcomeTable) -> float:
+    """The best single model's mean cost per train question (1 when it is free): λ's unit."""
+    return float(train_cost(table)[int(np.argmax(train_accuracy(table)))]) or 1.0
+
+
+def _best_of(
+    family: list[PolicyRun], what: str, train: np.ndarray, lam: float, unit: float
+) -> tuple[PolicyRun, str]:
+    """The member with the best train objective, and how it was chosen (`what`: the family)."""
+    chosen = select_best(family, train, lam, unit)
+    tied = ties(family, train, lam, unit)
+    said = f"the {what} with the best train objective right − λ·cost (λ={lam:g})"
+    if tied > 1:
+        said += f"; {tied} of {len(family)} configurations tie on train, the cheapest was kept"
+    return chosen, said
 
 
 def _fit(kind: str, table: OutcomeTable, lam: float) -> tuple[Rule, str]:
     train = table.indices("train")
-    accuracy = train_accuracy(table)
-    unit = float(train_cost(table)[int(np.argmax(accuracy))]) or 1.0
+    unit = _cost_unit(table)
     if kind == "vote":
         return baselines.weighted_vote_rule(table), "every model, weighted by train accuracy"
     if kind == "model-switch":
@@ -52,7 +68,7 @@ def _fit(kind: str, table: OutcomeTable, lam: float) -> tuple[Rule, str]:
     if kind == "single":
         singles = [baselines.single(table, m) for m in range(table.n_models)]
         best = select_best(singles, train, lam, unit)
-        tied = _ties(singles, train, lam, unit)
+        tied = ties(singles, train, lam, unit)
         said = f"the best single model on train (λ={lam:g})"
         if tied > 1:
             said += f"; {tied} models tie on train, the cheapest was kept"
@@ -61,21 +77,16 @@ def _fit(kind: str, table: OutcomeTable, lam: float) -> tuple[Rule, str]:
         return scorer.scorer_vote_rule(table), "every model, the learned scorer (train) picks"
     if kind == "scorer-cascade":
         return _scorer_cascade(table, lam, unit)
+    if kind in CHECKED_KINDS:
+        return _program_filter(kind, table, lam, unit)
     family = baselines.mot_family(table)
     if not family:
         raise ConfigError(
             f"{table.dataset}: no MoT cascade fits this pool (no model is cheaper than the most "
-            "accurate ones; with every price 0, declare prices or record costs)"
+            "accurate ones; with every price 0, try --cost tokens or seconds, or declare prices)"
         )
-    chosen = select_best(family, train, lam, unit)
-    tied = _ties(family, train, lam, unit)
-    said = f"the MoT configuration with the best train objective right − λ·cost (λ={lam:g})"
-    if tied > 1:
-        said += f"; {tied} of {len(family)} configurations tie on train, the cheapest was kept"
-    params = chosen.params
-    cheap = [table.models.index(str(m)) for m in params["cheap"]]  # type: ignore[attr-defined]
-    strong = table.models.index(str(params["strong"]))
-    return baselines.mot_cascade_rule(table, cheap, strong, float(params["threshold"])), said  # type: ignore[arg-type]
+    chosen, said = _best_of(family, "MoT configuration", train, lam, unit)
+    return baselines.mot_cascade_rule_of(table, chosen), said
 
 
 def _scorer_cascade(table: OutcomeTable, lam: float, unit: float) -> tuple[Rule, str]:
@@ -83,14 +94,47 @@ def _scorer_cascade(table: OutcomeTable, lam: float, unit: float) -> tuple[Rule,
     every model, each at every τ; the best train objective wins (ties: the cheaper)."""
     train = table.indices("train")
     family = scorer.frugal_family(table) + scorer.full_cascade_family(table)
-    chosen = select_best(family, train, lam, unit)
-    tied = _ties(family, train, lam, unit)
-    said = f"the scorer cascade with the best train objective right − λ·cost (λ={lam:g})"
-    if tied > 1:
-        said += f"; {tied} of {len(family)} configurations tie on train, the cheapest was kept"
-    order = [table.models.index(str(m)) for m in chosen.params["order"]]  # type: ignore[attr-defined]
-    threshold = float(chosen.params["threshold"])  # type: ignore[arg-type]
-    return scorer.scorer_cascade_rule(table, order, threshold), f"{said}: {chosen.name}"
+    chosen, said = _best_of(family, "scorer cascade", train, lam, unit)
+    return scorer.scorer_cascade_rule_of(table, chosen), f"{said}: {chosen.name}"
+
+
+def _program_filter(kind: str, table: OutcomeTable, lam: float, unit: float) -> tuple[Rule, str]:
+    """The report's family of the kind (example filter: orders of one or two of the 4 most
+    accurate models × sample limits; filter and cluster: sets of the 3 most accurate × limits);
+    the best train objective wins (ties: the cheaper)."""
+    train = table.indices("train")
+    if kind == "example-filter":
+        family = baselines.example_filter_family(table)
+    else:
+        family = baselines.filter_and_cluster_family(table)
+    chosen, said = _best_of(family, f"{kind} configuration", train, lam, unit)
+    named = chosen.params["order" if kind == "example-filter" else "models"]
+    models = [table.models.index(str(m)) for m in named]  # type: ignore[attr-defined]
+    samples = int(str(chosen.params["samples"]))
+    if kind == "example-filter":
+        return baselines.example_filter_rule(table, models, samples), f"{said}: {chosen.name}"
+    return baselines.filter_and_cluster_rule(table, models, samples), f"{said}: {chosen.name}"
+
+
+TRINITY_BUDGET = Budget(generations=25)
+"""The report's (`make coordination`: 25 generations of 16 candidates on 64 questions), so a
+folder trained at a λ and stop is the head of the report's row at that λ and stop."""
+
+
+def _fit_trinity(
+    table: OutcomeTable, lam: float, stop: str, budget: Budget
+) -> tuple[TrinityTurns, str]:
+    """The head trained with sep-CMA-ES on the train split, reward right − λ·cost, as the
+    report's TRINITY rows (seed 0)."""
+    episodes = Episodes(table, stop=stop)
+    weights = train_head(
+        episodes, table.indices("train"), "es", lam, _cost_unit(table), budget, seed=0
+    )
+    said = (
+        f"sep-CMA-ES on the train split ({budget.episodes} episodes), reward right − λ·cost "
+        f"(λ={lam:g}), stop={stop}"
+    )
+    return episodes.rule(weights), said
 
 
 def _sha256(path: Path) -> str:
@@ -98,12 +142,29 @@ def _sha256(path: Path) -> str:
 
 
 def fit_answer_policy(
-    kind: str, records_folder: Path, *, lam: float = 0.0, created_by: str = "consortium"
+    kind: str,
+    records_folder: Path,
+    *,
+    lam: float = 0.0,
+    created_by: str = "consortium",
+    cache_dir: Path | None = None,
+    cost: CostMeasure = "usd",
+    stop: str = "accept",
+    budget: Budget = TRINITY_BUDGET,
 ) -> AnswerPolicy:
     """The policy of `kind` fitted on the folder's train split, with its train and test figures.
-    Raises ConfigError (one line) for an unknown kind or an answer kind not served live."""
-    if kind not in RULE_KINDS:
-        raise ConfigError(f"--kind: expected one of {', '.join(RULE_KINDS)}, got {kind!r}")
+    Raises ConfigError (one line) for an unknown kind, an answer kind not served live, or a
+    kind that checks programs on records that hold none. For code, `cache_dir` keeps the
+    sandbox checks (the report's cache: `consortium coordinate --cache`). `cost` is what the
+    selection's cost is measured in (the figures stay in dollars). `stop` and `budget`: the
+    trinity kind's stop rule and training budget."""
+    kinds = (*RULE_KINDS, *TURN_KINDS)
+    if kind not in kinds:
+        raise ConfigError(f"--kind: expected one of {', '.join(kinds)}, got {kind!r}")
+    if stop not in STOPS:
+        raise ConfigError(f"--stop: expected one of {', '.join(STOPS)}, got {stop!r}")
+    if stop != "accept" and kind not in TURN_KINDS:
+        raise ConfigError(f"--stop applies to --kind trinity only, not {kind}")
     if lam < 0:
         raise ConfigError(f"--lam must be >= 0, got {lam}")
     records = load_records(records_folder)
@@ -114,18 +175,34 @@ def fit_answer_policy(
             f"answer-aware policy (served: {', '.join(LIVE_KINDS)}); `consortium coordinate` "
             "reports it"
         )
-    table = outcome_table(records)
-    rule, selection = _fit(kind, table, lam)
-    run = run_rule(table, rule, kind)
-    models = [m for m in table.models if m in rule.asks()]
+    if kind in CHECKED_KINDS and manifest.answer_kind != "code":
+        raise ConfigError(
+            f"--kind {kind}: selects by each program's run on its docstring examples; "
+            f"{records_folder} holds answers of kind {manifest.answer_kind!r}, not code"
+        )
+    table = outcome_table(records, cache_dir)
+    measured = in_measure(table, records, cost)
+    params: dict[str, object]
+    if kind in TURN_KINDS:
+        head, selection = _fit_trinity(measured, lam, stop, budget)
+        run = run_trinity(Episodes(table, stop=stop), head, kind)
+        params = {**head.params(), "verifier": "re-solve"}
+        asks = head.asks()
+    else:
+        rule, selection = _fit(kind, measured, lam)
+        run = run_rule(table, rule, kind)
+        params, asks = rule.params(), rule.asks()
+    if cost != "usd":
+        selection += f" (cost in {cost})"
+    models = [m for m in table.models if m in asks]
     name = f"{kind}:{manifest.dataset}"
     return AnswerPolicy(
         schema_version=FOLDER_SCHEMA,
-        kind=rule.kind,
+        kind=kind,
         name=name,
         answer_kind=manifest.answer_kind,
         models=models,
-        params=rule.params(),
+        params=params,
         prices={m: manifest.prices[m] for m in models if m in manifest.prices},
         train=_figures(run, table.indices("train")),
         test=_figures(run, table.indices("test")),

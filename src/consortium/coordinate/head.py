@@ -1,7 +1,7 @@
-"""The TRINITY head on transcript features: z = W·x with W of shape (models + roles) × features,
-no bias (the features carry a constant), two separate softmaxes (model, role), as in the paper.
-Rollouts: greedy (argmax, what is deployed and scored) or sampled (REINFORCE), with the
-score-function gradient of the sampled choices."""
+"""Rollouts of the TRINITY head on the records simulation, for training: greedy (the decision
+function as deployed: `Episodes.play`) or sampled from the same softmaxes (REINFORCE), with the
+score-function gradient of the sampled choices. The head itself is
+`consortium.coord.answers.trinity_turns.TrinityTurns`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from consortium.coordinate.episodes import ROLES, Episodes, Transcript
+from consortium.coord.answers.rules import Submit
+from consortium.coord.answers.stages import MAX_DECISIONS
+from consortium.coordinate.episodes import Episodes, Transcript
 
 
 @dataclass(frozen=True)
@@ -19,16 +21,8 @@ class Rollout:
     gradient: np.ndarray | None
 
 
-def _softmax(logits: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    z = np.where(mask, logits, -np.inf)
-    z = z - z[mask].max()
-    p = np.exp(z)
-    out: np.ndarray = p / p.sum()
-    return out
-
-
 def n_weights(episodes: Episodes) -> int:
-    return (episodes.n_models + len(ROLES)) * episodes.n_features
+    return episodes.n_weights
 
 
 def rollout(
@@ -39,34 +33,26 @@ def rollout(
     gradient: bool = False,
 ) -> Rollout:
     """One run of question q; `rng` None: greedy; else sampled (with the gradient if asked)."""
+    rule = episodes.rule(weights)
+    if rng is None:
+        t = episodes.play(rule, q)
+        return Rollout(t, episodes.correct(t), None)
     n_models = episodes.n_models
-    w = weights.reshape(n_models + len(ROLES), episodes.n_features)
-    grad = np.zeros_like(w) if gradient else None
+    grad = np.zeros_like(rule.weights) if gradient else None
     t = episodes.start(q)
-    while not episodes.done(t):
-        x = episodes.features(t)
-        z = w @ x
-        model_mask = episodes.available(t)
-        if episodes.code:
-            model_mask = model_mask | True  # a code Verifier calls no model
-        role_mask = episodes.role_mask(t)
-        p_model = _softmax(z[:n_models], model_mask)
-        p_role = _softmax(z[n_models:], role_mask)
-        if rng is None:
-            model = int(np.argmax(p_model))
-            role = int(np.argmax(p_role))
-        else:
-            model = int(rng.choice(n_models, p=p_model))
-            role = int(rng.choice(len(ROLES), p=p_role))
-        if episodes.code and role == 0 and not episodes.available(t)[model]:
-            available = np.flatnonzero(episodes.available(t))
-            model = int(available[np.argmax(p_model[available])])
-        if grad is not None:
-            one_model = -p_model
-            one_model[model] += 1.0
-            one_role = -p_role
-            one_role[role] += 1.0
-            grad[:n_models] += np.outer(one_model, x)
-            grad[n_models:] += np.outer(one_role, x)
-        episodes.step(t, model, role)
+    reader = episodes.reader(q)
+    for _ in range(MAX_DECISIONS):
+        choice = rule.choose(t.log, reader, rng)
+        if grad is not None and choice.features is not None:
+            assert choice.p_model is not None and choice.p_action is not None
+            one_model = -choice.p_model
+            one_model[choice.model_index] += 1.0
+            one_action = -choice.p_action
+            one_action[choice.action_index] += 1.0
+            grad[:n_models] += np.outer(one_model, choice.features)
+            grad[n_models:] += np.outer(one_action, choice.features)
+        if isinstance(choice.decision, Submit):
+            t.submitted = choice.decision
+            break
+        episodes.apply(t, choice.decision)
     return Rollout(t, episodes.correct(t), None if grad is None else grad.ravel())

@@ -1,7 +1,8 @@
 """The coordination report: per data set, every policy on the test split (accuracy with a paired
 bootstrap 95 % interval against the best single model and against the weighted vote; $, calls
 and tokens per question; $ as a share of the best single model's), the targets met or missed, and
-an accuracy–cost frontier plot."""
+an accuracy–cost frontier plot. Cost is in the run's measure (dollars, tokens or seconds:
+`cost_measure`); families left out and selections the train split cannot make are said."""
 
 from __future__ import annotations
 
@@ -12,12 +13,19 @@ from pathlib import Path
 from typing import Any
 
 from consortium.coordinate.baselines import ceiling, cost_floor
-from consortium.coordinate.code_checks import ExampleCoverage
-from consortium.coordinate.pipeline import READING, DatasetResult
-from consortium.coordinate.scorer import MATCHES_THE_VOTE
+from consortium.coordinate.cost_lines import (
+    cost_label,
+    cost_lines,
+    cost_text,
+    interval_text,
+    vote_match_lines,
+)
+from consortium.coordinate.pipeline import READING, TRINITY_DECLARED, DatasetResult
 from consortium.coordinate.selection import TOLERANCE, paired_bootstrap
 from consortium.coordinate.targets import judged
 from consortium.coordinate.transcript_text import DIMS
+from consortium.core.costs import unit
+from consortium.tasks.code_checks import ExampleCoverage
 
 DECLARED = (
     "Pool: replay of recorded outputs of real models (records folders, consortium.records), "
@@ -26,18 +34,28 @@ DECLARED = (
     "exactly when its answer agrees with the current one; for code it runs the current program "
     "on its docstring examples in the sandbox (never the hidden tests), with no model call. "
     "Programs agree when they return the same on those examples and on probe calls made from "
-    "them (one literal argument varied; consortium.coordinate.probes). Thinker has no replay "
+    "them (one literal argument varied; consortium.tasks.probes). Thinker has no replay "
     "simulation and is not in the action space. Answer rule: the most common Worker answer "
     "among those that pass their check (code: the docstring examples; otherwise: an answer is "
     "present), else among all (ties: the latest). Head features: declared structured "
     "transcript features only (agreement counts, answer present, check passed, turn, per-model "
     "answered/agrees/left); no language-model hidden state is read on replay. Split: sha256 of "
     "'dataset/question_id', 50/50 (consortium.records.split_of); everything is fitted or "
-    "selected on train, reported on test. Cost: the records' cost_usd (recorded, or from the "
-    "manifest's declared list prices). A question none of whose samples has a verdict (e.g. no "
+    "selected on train, reported on test. A question none of whose samples has a verdict (e.g. no "
     "reference) counts wrong for every policy when the source marks every recorded answer wrong, "
-    "and is left out otherwise; so is a question only some of whose samples have one."
+    "and is left out otherwise; so is a question only some of whose samples have one. Calls "
+    "count every call a policy makes, one that asks past a model's last recorded sample for the "
+    "question included (the records replay answers it with an error: no answer, $0, no tokens), "
+    "as the served policy makes it."
 )
+COST_DECLARED = {
+    "usd": "Cost: dollars, the records' cost_usd (recorded, or from the manifest's declared list "
+    "prices).",
+    "tokens": "Cost: tokens (--cost tokens), each sample's tokens_in + tokens_out as recorded, "
+    "not dollars.",
+    "seconds": "Cost: seconds (--cost seconds), each sample's recorded wall time (latency_s), "
+    "summed over the calls a policy makes, not dollars.",
+}
 READING_DECLARED = (
     f"The ablation row '{READING}' differs in one thing: its head also reads {DIMS} whitened "
     "principal components of the static MiniLM feature (all-MiniLM-L6-v2-static) of the question "
@@ -50,7 +68,8 @@ def dataset_summary(result: DatasetResult) -> dict[str, Any]:
     test, train = table.indices("test"), table.indices("train")
     best = result.runs[result.best_single]
     vote = next(r for r in result.runs if r.name.startswith("weighted vote"))
-    best_cost = float(best.cost[test].mean()) or 1.0
+    best_raw_cost = float(best.cost[test].mean())
+    best_cost = best_raw_cost or 1.0
     best_train_cost = float(best.cost[train].mean()) or 1.0
     policies = []
     for run in result.runs:
@@ -67,7 +86,7 @@ def dataset_summary(result: DatasetResult) -> dict[str, Any]:
                 "vs_weighted_vote": paired_bootstrap(
                     run.correct[test], vote.correct[test]
                 ).__dict__,
-                "usd_per_question": float(run.cost[test].mean()),
+                "cost_per_question": float(run.cost[test].mean()),
                 "cost_vs_best_single": float(run.cost[test].mean()) / best_cost,
                 "calls_per_question": float(run.calls[test].mean()),
                 "tokens_per_question": float(run.tokens[test].mean()),
@@ -85,11 +104,15 @@ def dataset_summary(result: DatasetResult) -> dict[str, Any]:
         "verdicts": table.verdicts,
         "test_questions": len(test),
         "best_single": table.models[result.best_single],
+        "best_single_untold": result.singles_untold,
         "best_single_accuracy": 100 * single,
+        "best_single_cost_per_question": best_raw_cost,
         "cost_floor_vs_best_single": None if floor is None else floor / best_cost,
         "ceiling_accuracy": 100 * ceiling(table, test),
         "best_single_train_accuracy": 100 * float(best.correct[train].mean()),
-        "cost_unit_usd": result.cost_unit,
+        "cost_measure": result.measure,
+        "cost_unit": result.cost_unit,
+        "selection_notes": list(result.notes),
         "policies": policies,
         "optimizers": result.optimizers,
         "frontier": [
@@ -113,8 +136,8 @@ def target_lines(summary: Mapping[str, Any], target: float | None) -> list[str]:
             f"- ceiling: {summary['ceiling_accuracy']:.2f} % of the test questions have a right "
             "answer among all the recorded samples; no policy over this pool scores more"
         )
-    lines += _cost_lines(summary)
-    lines += _vote_match_lines(summary)
+    lines += cost_lines(summary)
+    lines += vote_match_lines(summary)
     return lines
 
 
@@ -129,7 +152,7 @@ def _accuracy_line(target: float, policy: Mapping[str, Any], against: str) -> st
     met = not why
     return (
         f"- accuracy ≥ {target} with the CI above 0: {policy['name']} {policy['accuracy']:.2f}, "
-        f"Δ vs {against} {_interval(interval)}: {'met' if met else 'missed'}{gap}"
+        f"Δ vs {against} {interval_text(interval)}: {'met' if met else 'missed'}{gap}"
     )
 
 
@@ -163,80 +186,6 @@ def group_lines(group: Mapping[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def _cost_lines(summary: Mapping[str, Any]) -> list[str]:
-    """The cost target, met by a policy within TOLERANCE of the best single model at ≤ 30 % of its
-    $ on the test split *and* on the train split (a test figure alone is not counted: on a small
-    split a policy the train split rules out can tie by luck)."""
-    single, single_train = summary["best_single_accuracy"], summary["best_single_train_accuracy"]
-    candidates = [p for p in summary["policies"] if p["family"] not in ("oracle", "single")]
-    close = [p for p in candidates if p["accuracy"] >= single - TOLERANCE]
-    on_test = [p for p in close if p["cost_vs_best_single"] <= 0.30]
-    backed = [
-        p
-        for p in on_test
-        if p["train_accuracy"] >= single_train - TOLERANCE
-        and p["train_cost_vs_best_single"] <= 0.30
-    ]
-    head = f"- cost (within {TOLERANCE} pts at ≤ 30 % of the best single's $)"
-    if backed:
-        line = f"{head}: met by {_priced(backed)} (within it on the train split too)"
-    else:
-        dearer = [p for p in close if p not in on_test]
-        cheapest = min(dearer, key=lambda p: p["cost_vs_best_single"]) if dearer else None
-        line = f"{head}: missed"
-        if cheapest is not None:
-            line += (
-                f"; the cheapest policy within {TOLERANCE} pts above 30 % is {cheapest['name']} "
-                f"({cheapest['accuracy']:.2f}) at {100 * cheapest['cost_vs_best_single']:.1f} %"
-            )
-        line += _floor_text(summary.get("cost_floor_vs_best_single"))
-    unbacked = [p for p in on_test if p not in backed]
-    if unbacked:
-        line += f"; on the test split only, not counted (outside it on train): {_priced(unbacked)}"
-    return [line]
-
-
-def _priced(policies: Sequence[Mapping[str, Any]]) -> str:
-    return "; ".join(
-        f"{p['name']} {p['accuracy']:.2f} at {100 * p['cost_vs_best_single']:.1f} %"
-        for p in policies
-    )
-
-
-def _floor_text(floor: float | None) -> str:
-    """What an oracle that pays only for the cheapest right answer needs (baselines.cost_floor)."""
-    if floor is None:
-        return ""
-    verdict = (
-        "so no policy over this pool can meet the target"
-        if floor > 0.30
-        else "so the pool allows it and no policy here finds it"
-    )
-    return (
-        f"; the floor, an oracle paying only for the cheapest right answer on just enough "
-        f"questions, is {100 * floor:.1f} % of the best single's $, {verdict}"
-    )
-
-
-def _vote_match_lines(summary: Mapping[str, Any]) -> list[str]:
-    """The honest bar matched for less: the train-selected cascade against the weighted vote."""
-    policies = summary["policies"]
-    vote = next((p for p in policies if p["name"].startswith("weighted vote")), None)
-    match = next((p for p in policies if p["note"] == MATCHES_THE_VOTE), None)
-    if vote is None or match is None:
-        return []
-    share = match["usd_per_question"] / (vote["usd_per_question"] or 1.0)
-    return [
-        f"- the weighted vote matched for less: {match['name']} {match['accuracy']:.2f}, "
-        f"Δ vs weighted vote {_interval(match['vs_weighted_vote'])}, at {100 * share:.1f} % of "
-        f"the vote's $ ({100 * match['cost_vs_best_single']:.1f} % of the best single's)"
-    ]
-
-
-def _interval(d: Mapping[str, float]) -> str:
-    return f"{d['mean']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]"
-
-
 def _ungraded_text(ungraded: int) -> str:
     return f", {ungraded} more left out: not every sample has a verdict" if ungraded else ""
 
@@ -244,6 +193,23 @@ def _ungraded_text(ungraded: int) -> str:
 def _coverage_lines(summary: Mapping[str, Any]) -> list[str]:
     found = summary.get("docstring_examples")
     return [f"- {ExampleCoverage(**found).text()}"] if found else []
+
+
+def _selection_lines(summary: Mapping[str, Any]) -> list[str]:
+    """Families left out on this pool and selections the train split cannot make."""
+    return [f"- {line}" for line in summary.get("selection_notes", [])]
+
+
+def _best_single_text(summary: Mapping[str, Any]) -> str:
+    if summary.get("best_single_untold"):
+        return (
+            f"no best single on train (all tie), {summary['best_single']} is the reference, "
+            f"{summary['best_single_accuracy']:.2f} on test"
+        )
+    return (
+        f"best single on train: {summary['best_single']}, "
+        f"{summary['best_single_accuracy']:.2f} on test"
+    )
 
 
 def _grade_warning_lines(summary: Mapping[str, Any]) -> list[str]:
@@ -267,7 +233,16 @@ VERDICTS_DECLARED = {
 def declared(summaries: Sequence[Mapping[str, Any]]) -> str:
     """What the report's figures rest on; the ablation's sentence only when its row was run."""
     kinds = sorted({s.get("verdicts", "ours") for s in summaries}) or ["ours"]
-    text = " ".join([DECLARED, *(VERDICTS_DECLARED[kind] for kind in kinds)])
+    measures = sorted({s.get("cost_measure", "usd") for s in summaries}) or ["usd"]
+    text = " ".join(
+        [
+            DECLARED,
+            *(COST_DECLARED[measure] for measure in measures),
+            *(VERDICTS_DECLARED[kind] for kind in kinds),
+        ]
+    )
+    if any(p["name"].startswith("TRINITY") for s in summaries for p in s["policies"]):
+        text = f"{text} {TRINITY_DECLARED}"
     if any(p["name"] == READING for s in summaries for p in s["policies"]):
         return f"{text} {READING_DECLARED}"
     return text
@@ -282,27 +257,33 @@ def markdown(
     out = ["# Answer-aware coordination on recorded outputs", "", declared(summaries)]
     out.append("")
     for s in summaries:
+        label = cost_label(s)
+        cost_heads = (
+            f"{label} / q | {label} vs best"
+            if label == "$"
+            else f"cost ({label}) / q | cost vs best"
+        )
         out += [
             f"## {s['dataset']} ({s['test_questions']} test of {s['questions']} questions"
-            f"{_ungraded_text(s.get('ungraded_questions', 0))}; best single on train: "
-            f"{s['best_single']}, {s['best_single_accuracy']:.2f} on test)",
+            f"{_ungraded_text(s.get('ungraded_questions', 0))}; {_best_single_text(s)})",
             "",
             *_grade_warning_lines(s),
+            *_selection_lines(s),
             *target_lines(s, targets.get(s["dataset"])),
             *_coverage_lines(s),
             "",
             f"![frontier]({plot_name(stem, s['dataset'])})",
             "",
             "| policy | train acc % | acc % | Δ vs best single [95% CI] | "
-            "Δ vs weighted vote [95% CI] | "
-            "$ / q | $ vs best | calls / q | tokens / q | note |",
+            f"Δ vs weighted vote [95% CI] | {cost_heads} | calls / q | tokens / q | note |",
             "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for p in s["policies"]:
             out.append(
                 f"| {p['name']} | {p['train_accuracy']:.2f} | {p['accuracy']:.2f} | "
-                f"{_interval(p['vs_best_single'])} | "
-                f"{_interval(p['vs_weighted_vote'])} | {p['usd_per_question']:.5f} | "
+                f"{interval_text(p['vs_best_single'])} | "
+                f"{interval_text(p['vs_weighted_vote'])} | "
+                f"{cost_text(p['cost_per_question'], label)} | "
                 f"{100 * p['cost_vs_best_single']:.1f} % | {p['calls_per_question']:.2f} | "
                 f"{p['tokens_per_question']:.0f} | {p['note']} |"
             )
@@ -358,8 +339,12 @@ def plot_frontier(summary: Mapping[str, Any], path: Path) -> None:
             capsize=2,
             label=p["name"][:48],
         )
-    ax.set_xscale("log")
-    ax.set_xlabel("USD per question / the best single model's USD per question (test)")
+    shares = [f["cost_vs_best_single"] for f in family]
+    shares += [p["cost_vs_best_single"] for p in summary["policies"]]
+    if any(share > 0 for share in shares):  # every cost 0 (prices of 0, in dollars): linear
+        ax.set_xscale("log")
+    cost = unit(summary.get("cost_measure", "usd"))
+    ax.set_xlabel(f"{cost} per question / the best single model's {cost} per question (test)")
     # the frontier sits near the best single model; weak single models fall below the frame
     ax.set_ylim(max(0.0, summary["best_single_accuracy"] - 12), 100)
     ax.set_ylabel("accuracy % (test; bars: paired 95% CI of Δ vs best single)")
@@ -377,7 +362,12 @@ def write_report(
     groups: Sequence[Mapping[str, Any]] = (),
 ) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
-    document = {"declared": declared(summaries), "datasets": list(summaries), "groups": groups}
+    document = {
+        "declared": declared(summaries),
+        "cost_measure": sorted({s.get("cost_measure", "usd") for s in summaries}),
+        "datasets": list(summaries),
+        "groups": groups,
+    }
     out.with_suffix(".json").write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     out.with_suffix(".md").write_text(markdown(summaries, targets, out, groups), encoding="utf-8")
     for s in summaries:

@@ -10,11 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from consortium.coord.answers.rules import NO_ANSWER, Ask, Rule, Seen
+from consortium.coord.answers.stages import MAX_DECISIONS
 from consortium.coordinate.outcomes import OutcomeTable, Sample
 from consortium.coordinate.runs import Asked, PolicyRun, charge, new_run
-
-MAX_DECISIONS = 64
-"""A rule that has not submitted after this many decisions is a bug, not a policy."""
 
 
 @dataclass(frozen=True)
@@ -68,5 +66,6 @@ def run_rule(table: OutcomeTable, rule: Rule, name: str, family: str = "baseline
     run = new_run(name, table, family)
     for q in range(table.n_questions):
         played = play(rule, table, q)
-        charge(run, table, q, asked_of(table, played), answer_of(table, q, played))
+        asked = asked_of(table, played)
+        charge(run, table, q, asked, answer_of(table, q, played), attempted=len(played.seen))
     return run

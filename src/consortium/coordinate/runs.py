@@ -35,13 +35,20 @@ def new_run(name: str, table: OutcomeTable, family: str = "baseline", note: str 
 
 
 def charge(
-    run: PolicyRun, table: OutcomeTable, q: int, asked: Asked, answer: Sample | None
+    run: PolicyRun,
+    table: OutcomeTable,
+    q: int,
+    asked: Asked,
+    answer: Sample | None,
+    attempted: int | None = None,
 ) -> None:
-    """Record question q: every asked sample is paid for, the answer decides the verdict."""
+    """Record question q: every asked sample is paid for, the answer decides the verdict.
+    `attempted`: the calls made, when more than the samples asked (a rule that asked past a
+    model's last recorded sample made that call: the replay answers it with an error, $0)."""
     run.correct[q] = bool(answer is not None and answer.correct)
     run.cost[q] = sum(table.samples[q][m][k].cost_usd for m, k in asked)
     run.tokens[q] = sum(table.samples[q][m][k].tokens for m, k in asked)
-    run.calls[q] = len(asked)
+    run.calls[q] = len(asked) if attempted is None else attempted
 
 
 def vote(

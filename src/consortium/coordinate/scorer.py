@@ -116,6 +116,13 @@ def scorer_cascade_rule(
     return ScorerCascade(table.models, names, threshold, tuple(scorers))
 
 
+def scorer_cascade_rule_of(table: OutcomeTable, run: PolicyRun) -> ScorerCascade:
+    """The rule of a `frugal_family` or `full_cascade_family` member, from its params (its
+    scorers fitted again on the train split)."""
+    order = [table.models.index(str(m)) for m in run.params["order"]]  # type: ignore[attr-defined]
+    return scorer_cascade_rule(table, order, float(run.params["threshold"]))  # type: ignore[arg-type]
+
+
 def frugal_family(table: OutcomeTable, max_models: int = 3) -> list[PolicyRun]:
     """Orders = subsets of up to `max_models` models, cheapest first; thresholds 0.5–0.99."""
     cost = train_cost(table)

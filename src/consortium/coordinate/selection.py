@@ -1,5 +1,6 @@
-"""Choosing a configuration from a family on the train split only, and the figures a report
-gives for a policy on the test split (accuracy, $, calls, tokens; paired bootstrap intervals)."""
+"""Choosing a configuration from a family on the train split only, saying when the train split
+cannot tell the candidates apart, and the figures a report gives for a policy on the test split
+(accuracy, cost, calls, tokens; paired bootstrap intervals)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,30 @@ from consortium.coordinate.runs import PolicyRun
 
 TOLERANCE = 0.3
 """Points of accuracy the cost target allows below the best single model."""
+TIE = 1e-9
+"""Two train figures tie when they differ by at most TIE times the larger (or 1): the same figure
+summed in another order differs by ~1e-16, while two accuracies differing on one train question
+differ by 1 / (train questions), far above it."""
 
 
 def objective(run: PolicyRun, questions: np.ndarray, lam: float, cost_unit: float) -> float:
-    """right − λ·cost, cost in units of the best single model's mean $ per question (train)."""
+    """right − λ·cost, cost in units of the best single model's mean cost per question (train)."""
     return float(run.correct[questions].mean() - lam * run.cost[questions].mean() / cost_unit)
+
+
+def tie(first: float, second: float) -> bool:
+    return abs(first - second) <= TIE * max(1.0, abs(first), abs(second))
+
+
+def ties(runs: Sequence[PolicyRun], questions: np.ndarray, lam: float, cost_unit: float) -> int:
+    """How many runs' train objective ties the best one's (the best itself included)."""
+    scores = [objective(r, questions, lam, cost_unit) for r in runs]
+    return sum(tie(score, max(scores)) for score in scores)
+
+
+def untold(runs: Sequence[PolicyRun], questions: np.ndarray, lam: float, cost_unit: float) -> bool:
+    """The train split cannot tell the runs apart: two or more, every train objective tied."""
+    return len(runs) > 1 and ties(runs, questions, lam, cost_unit) == len(runs)
 
 
 def select_best(
@@ -33,8 +53,20 @@ def select_cheap(
     runs: Sequence[PolicyRun], questions: np.ndarray, floor: float
 ) -> PolicyRun | None:
     """The cheapest member whose train accuracy is at least `floor` (None if none is)."""
-    good = [r for r in runs if r.correct[questions].mean() >= floor]
+    good = eligible(runs, questions, floor)
     return min(good, key=lambda r: float(r.cost[questions].mean())) if good else None
+
+
+def eligible(runs: Sequence[PolicyRun], questions: np.ndarray, floor: float) -> list[PolicyRun]:
+    """The members `select_cheap` chooses among: train accuracy at least `floor`."""
+    return [r for r in runs if r.correct[questions].mean() >= floor]
+
+
+def untold_on_cost(runs: Sequence[PolicyRun], questions: np.ndarray, floor: float) -> bool:
+    """The train split cannot tell apart the members `select_cheap` chooses among: two or more,
+    every one's train cost tied (e.g. every price 0), so "the cheapest" names none."""
+    costs = [float(r.cost[questions].mean()) for r in eligible(runs, questions, floor)]
+    return len(costs) > 1 and all(tie(cost, costs[0]) for cost in costs)
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from consortium.coord.answers.keys import agreement_for
-from consortium.coordinate.code_checks import check_all
 from consortium.coordinate.outcomes import OutcomeTable, Verdicts, build_table
 from consortium.records.store import Records
 from consortium.tasks.code import extract_code
+from consortium.tasks.code_checks import behaviour_key, check_all
 
 
 def outcome_table(
@@ -49,8 +49,7 @@ def _code_key(records: Records, signatures: dict[str, str]) -> Callable[[str], s
     for row in records.table.select(["question", "answer", "response"]).to_pylist():
         if row["answer"] is not None:
             signature = signatures.get(_program_key(row["question"], row["response"] or ""))
-            if signature == "[]":  # no docstring examples: only identical programs agree
-                by_answer[row["answer"]] = "text:" + row["answer"]
-            elif signature is not None and signature != "<failed to run>":
-                by_answer[row["answer"]] = signature
+            found = None if signature is None else behaviour_key(signature, row["answer"])
+            if found is not None:
+                by_answer[row["answer"]] = found
     return lambda answer: by_answer.get(answer)

@@ -1,7 +1,8 @@
 """Training the TRINITY head on the replay simulation (in process): reward = right − λ·cost, cost
 in units of the best single model's mean $ per question on the train split. The optimizers are the
 project's ask/tell objects (sep-CMA-ES, REINFORCE, random search) plus imitation of the best short
-trajectory per training question; every one gets the same number of episodes."""
+trajectory per training question; every one gets the same number of episodes. Every greedy
+episode is the deployed decision function played by the records runner (`Episodes.play`)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from consortium.coordinate.episodes import ROLES, VERIFIER, Episodes, Transcript
+from consortium.coordinate.episodes import (
+    ROLE_NAMES,
+    VERIFIER,
+    Episodes,
+    Transcript,
+    run_trinity,
+)
 from consortium.coordinate.head import n_weights, rollout
-from consortium.coordinate.runs import PolicyRun, new_run
+from consortium.coordinate.runs import PolicyRun
 from consortium.train.optimizers import Outcome, make_optimizer
 
 
@@ -47,10 +54,11 @@ def reward(t: Transcript, correct: bool, lam: float, cost_unit: float) -> float:
 def mean_reward(
     episodes: Episodes, weights: np.ndarray, questions: np.ndarray, lam: float, cost_unit: float
 ) -> float:
+    rule = episodes.rule(weights)
     total = 0.0
     for q in questions:
-        r = rollout(episodes, weights, int(q))
-        total += reward(r.transcript, r.correct, lam, cost_unit)
+        t = episodes.play(rule, int(q))
+        total += reward(t, episodes.correct(t), lam, cost_unit)
     return total / max(1, len(questions))
 
 
@@ -94,7 +102,7 @@ def train_head(
 
 
 def _actions(episodes: Episodes) -> list[tuple[int, int]]:
-    return [(m, r) for m in range(episodes.n_models) for r in range(len(ROLES))]
+    return [(m, r) for m in range(episodes.n_models) for r in range(len(ROLE_NAMES))]
 
 
 def best_trajectory(
@@ -144,7 +152,7 @@ def imitate(
         step for q in questions for step in best_trajectory(episodes, int(q), lam, cost_unit, 2)
     ]
     n_models = episodes.n_models
-    w = np.random.default_rng(seed).normal(0, 0.01, (n_models + len(ROLES), episodes.n_features))
+    w = np.random.default_rng(seed).normal(0, 0.01, episodes.head.weights.shape)
     if not data:
         return w.ravel()
     x = np.stack([d[0] for d in data])
@@ -163,12 +171,4 @@ def imitate(
 
 def run_head(episodes: Episodes, weights: np.ndarray, name: str, note: str = "") -> PolicyRun:
     """The greedy policy over every question of the table."""
-    table = episodes.table
-    run = new_run(name, table, "trinity", note)
-    for q in range(table.n_questions):
-        r = rollout(episodes, weights, q)
-        run.correct[q] = r.correct
-        run.cost[q] = r.transcript.cost
-        run.tokens[q] = r.transcript.tokens
-        run.calls[q] = r.transcript.calls
-    return run
+    return run_trinity(episodes, episodes.rule(weights), name, note)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from consortium.coord.base import Coordinator
-from consortium.coord.registry import SpecBuilder, build_coordinator
+from consortium.coord.registry import SpecBuilder, build_coordinator, substitutes_per_policy
 from consortium.core.errors import ConfigError
 from consortium.evaluation.results import EvalReport, TaskResult, stored_results, summaries_of
 from consortium.evaluation.runner import evaluate_on
@@ -65,6 +65,8 @@ class EvalConfig:
     traces: str = DEFAULT_TRACES
     kind: str = "eval"
     """The run's kind in the trace store (what `--resume` looks for)."""
+    substitutes: dict[str, str] = field(default_factory=dict)
+    """`--substitute OLD=NEW`: a pool model in place of an answer-aware policy folder's model."""
 
     def chosen_policies(self, pool: PoolConfig) -> list[Policy]:
         chosen = list(self.policies)
@@ -139,8 +141,12 @@ def run_evaluation(config: EvalConfig, progress: Progress | None = None) -> Eval
 
         require_recorded(task_set.tasks)
     chosen = config.chosen_policies(pool)
+    substitutes = substitutes_per_policy(
+        [p if isinstance(p, str) else None for p in chosen], config.substitutes
+    )
     coordinators = [
-        build_coordinator(p, pool, config.seed) if isinstance(p, str) else p for p in chosen
+        build_coordinator(p, pool, config.seed, s) if isinstance(p, str) else p
+        for p, s in zip(chosen, substitutes, strict=True)
     ]
     if config.executor != "local" and not all(isinstance(p, str) for p in chosen):
         raise ConfigError("coordinators built in code run in this process: --executor local")
@@ -149,7 +155,9 @@ def run_evaluation(config: EvalConfig, progress: Progress | None = None) -> Eval
         raise ConfigError("--max-cost caps one process's spending; it needs --executor local")
     store = TraceStore(config.traces)
     tasks_label = config.tasks if isinstance(config.tasks, str) else task_set.description
-    settings = {"tasks": tasks_label, "policies": [_name(p) for p in chosen]}
+    settings: dict[str, Any] = {"tasks": tasks_label, "policies": [_name(p) for p in chosen]}
+    if config.substitutes:
+        settings["substitutes"] = config.substitutes
     finished = _resumed(store, config, task_set, settings) if config.resume else {}
     limits = Limits(max_calls=config.task_max_calls, max_tokens=config.task_max_tokens)
     report_progress = progress or (lambda _description, _total: lambda _result: None)
@@ -167,8 +175,10 @@ def run_evaluation(config: EvalConfig, progress: Progress | None = None) -> Eval
             per_policy = await evaluate_on(
                 executor,
                 [
-                    (coordinator, SpecBuilder(_name(policy), config.seed))
-                    for coordinator, policy in zip(coordinators, chosen, strict=True)
+                    (coordinator, SpecBuilder(_name(policy), config.seed, tuple(s.items())))
+                    for coordinator, policy, s in zip(
+                        coordinators, chosen, substitutes, strict=True
+                    )
                 ],
                 task_set.tasks,
                 task_set.grader,

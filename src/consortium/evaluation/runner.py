@@ -25,7 +25,7 @@ from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller
 from consortium.runtime.dist import Executor, Work, shards, split_like
 from consortium.runtime.jobs import RemoteJob
-from consortium.runtime.store import ResultRecord
+from consortium.runtime.store_records import ResultRecord
 from consortium.tasks.base import Grade, Grader, Task
 
 

@@ -23,7 +23,8 @@ from sqlalchemy import (
 )
 
 from consortium.evolve.strategies import Strategy
-from consortium.runtime.store import TraceStore, metadata
+from consortium.runtime.store import TraceStore
+from consortium.runtime.store_tables import metadata
 
 # The evolve tables are defined on the trace store's schema (`metadata`), beside its own.
 

@@ -20,7 +20,12 @@ from typing import Any
 from consortium.coord.base import Coordinator
 from consortium.core.draws import uniform
 from consortium.core.errors import ConfigError
-from consortium.evaluation.results import TaskResult, summarise
+from consortium.evolve.answer_folders import (
+    CandidateFolder,
+    with_measured_figures,
+    write_adopted,
+    write_candidate,
+)
 from consortium.evolve.guards import GuardConfig, compare, judge
 from consortium.evolve.library import ChangeRecord, ClusterRecord, StrategyLibrary
 from consortium.evolve.measure import (
@@ -29,14 +34,14 @@ from consortium.evolve.measure import (
     cluster_records,
     collaboration,
     measured,
+    split_summary,
 )
-from consortium.evolve.proposal import Proposal, Proposer, RoundContext
+from consortium.evolve.proposal import Proposal, Proposer, RoundContext, fair_share
 from consortium.evolve.state import (
     Candidate,
     EvolveState,
     FinalComparison,
     RoundSummary,
-    SplitSummary,
     StrategyResult,
 )
 from consortium.evolve.strategies import Plan, Strategy
@@ -98,22 +103,6 @@ def split_tasks(tasks: Sequence[Task], seed: int) -> tuple[list[Task], list[Task
     for task in tasks:
         halves[uniform(seed, "heldout", task.id) < 0.5].append(task)
     return halves
-
-
-def _summary(results: Sequence[TaskResult]) -> SplitSummary:
-    """`evaluate.summarise` per task, with the accuracy over all tasks beside the per-cluster."""
-    summary = summarise("", results)
-    n = summary.tasks or 1
-    return SplitSummary(
-        tasks=summary.tasks,
-        accuracy=accuracy(results),
-        cost_per_task=summary.cost / n,
-        calls_per_task=summary.calls / n,
-        tokens_per_task=summary.tokens / n,
-        seconds_per_task=sum(r.seconds for r in results) / n,
-        errors=summary.errors,
-        per_cluster=dict(sorted(summary.accuracy.items())),
-    )
 
 
 class EvolveLoop:
@@ -242,23 +231,28 @@ class EvolveLoop:
             self.config.seed,
             self.inputs.tuning_pool,
             self.config.guard.cost,
+            self.config.guard.max_calls_per_task,
+            self.config.guard.max_cost_per_task,
         )
-        proposals: dict[str, Proposal] = {}
-        for proposer in self.inputs.proposers:
-            for proposal in await proposer.propose(context):
-                if proposal.strategy.id != incumbent.id:
-                    proposals.setdefault(proposal.strategy.id, proposal)
-        chosen = list(proposals.values())[: self.config.max_candidates]
+        proposed = [await proposer.propose(context) for proposer in self.inputs.proposers]
+        chosen = fair_share(proposed, incumbent.id, self.config.max_candidates)
         tried = [incumbent]
         measured_rows: list[ClusterRecord] = cluster_records(incumbent.id, "tuning", inc_tuning)
         measured_rows += cluster_records(incumbent.id, "heldout", inc_heldout)
         considered: list[ChangeRecord] = []
         candidates: list[Candidate] = []
         adopted: tuple[float, float, Proposal] | None = None
+        folders: dict[str, tuple[CandidateFolder, ...]] = {}
         for proposal in chosen:
             strategy = proposal.strategy
+            for folder in proposal.folders:
+                write_candidate(folder)
             cand_tuning = await evaluator.strategy(strategy, tuning, "tuning")
             cand_heldout = await evaluator.strategy(strategy, heldout, "heldout")
+            folders[strategy.id] = tuple(
+                with_measured_figures(folder, cand_tuning, cand_heldout, round_)
+                for folder in proposal.folders
+            )
             tuning_difference = accuracy(cand_tuning) - accuracy(inc_tuning)
             cost = self.config.guard.cost
             decision = judge(
@@ -298,21 +292,28 @@ class EvolveLoop:
                 rank = (decision.evidence.difference, -decision.evidence.candidate_cost)
                 if adopted is None or rank > adopted[:2]:
                     adopted = (*rank, proposal)
+        served: dict[str, str] = {}
         for candidate in candidates:
             candidate.adopted = (
                 adopted is not None and candidate.strategy_id == adopted[2].strategy.id
             )
+            for folder in folders[candidate.strategy_id] if candidate.adopted else ():
+                path = write_adopted(
+                    folder, self.out_dir, round_, candidate.reason, self.state.evolve_id
+                )
+                served[folder.cluster] = str(path)
         calls = [c for c in store.iter_calls(run_id) if c["policy"] == f"{incumbent.id}@heldout"]
         summary = RoundSummary(
             round=round_,
             run_id=run_id,
             incumbent_id=incumbent.id,
             incumbent=incumbent.describe(),
-            tuning=_summary(inc_tuning),
-            heldout=_summary(inc_heldout),
+            tuning=split_summary(inc_tuning),
+            heldout=split_summary(inc_heldout),
             collaboration=collaboration(inc_heldout, calls),
             candidates=candidates,
             adopted=adopted[2].strategy.id if adopted else None,
+            served=served,
             overfit_candidates=sum(c.evidence.overfit for c in candidates),
         )
         self.library.record_round(self.state.evolve_id, round_, tried, measured_rows, considered)
@@ -378,11 +379,11 @@ class EvolveLoop:
                 StrategyResult(
                     strategy_id=s.id,
                     describe=s.describe(),
-                    **_summary(results[s.id]).model_dump(),
+                    **split_summary(results[s.id]).model_dump(),
                 )
                 for s in lineage
             ],
-            singles={m: _summary(r) for m, r in singles.items()},
+            singles={m: split_summary(r) for m, r in singles.items()},
             first_vs_final=evidence,
         )
         self.state.save(self.state_path)

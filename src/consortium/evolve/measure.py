@@ -9,16 +9,18 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from consortium.coord.base import Coordinator
+from consortium.coord.base import Coordinator, Outcome
 from consortium.core.costs import CostMeasure, cost_of
-from consortium.evaluation.results import TaskResult
-from consortium.evaluation.runner import evaluate_on
+from consortium.core.types import user
+from consortium.evaluation.results import TaskResult, summarise
+from consortium.evaluation.runner import CoordinatorBuilder, evaluate_on
 from consortium.evolve.guards import Measured
 from consortium.evolve.library import ClusterRecord
-from consortium.evolve.state import ClusterCollaboration
+from consortium.evolve.state import ClusterCollaboration, SplitSummary
 from consortium.evolve.strategies import Plan, Strategy, StrategyBuilder, StrategyCoordinator
+from consortium.pool.config import PoolConfig
 from consortium.runtime.budget import Limits
-from consortium.runtime.caller import Caller
+from consortium.runtime.caller import Caller, TaskCaller
 from consortium.runtime.dist import Executor, LocalExecutor
 from consortium.tasks.base import Grader, Task
 
@@ -50,17 +52,41 @@ class Evaluator:
         self.task_limits = task_limits
         self.executor = executor
         self.seed = seed
-        self._seen: dict[tuple[str, str, tuple[str, ...]], list[TaskResult]] = {}
+        self._seen: dict[tuple[str, tuple[str, ...]], list[TaskResult]] = {}
+        """Results by (policy name, which is `ID@split`, and the tasks)."""
 
     async def strategy(
         self, strategy: Strategy, tasks: Sequence[Task], split: str
     ) -> list[TaskResult]:
-        key = (strategy.id, split, tuple(t.id for t in tasks))
         name = f"{strategy.id}@{split}"
+        return await self._measure(
+            StrategyCoordinator(strategy, self.resolve, name),
+            StrategyBuilder(strategy.model_dump_json(), name, self.seed),
+            tasks,
+            split,
+            f"{'; '.join(strategy.describe())} ({strategy.id})",
+        )
+
+    async def sample(
+        self, model: str, k: int, tasks: Sequence[Task], split: str
+    ) -> list[TaskResult]:
+        """`model`'s sample k of each task, asked as an answer-aware policy asks it (`seed=k`):
+        what the answer-aware proposer reads agreement from. A task without that sample (a
+        records pool past its last, a failed call) has its error set."""
+        sampler = SampleOf(model, k, f"sample:{model}#{k}@{split}")
+        return await self._measure(sampler, sampler, tasks, split, f"{model} sample {k}")
+
+    async def _measure(
+        self,
+        coordinator: Coordinator,
+        builder: CoordinatorBuilder,
+        tasks: Sequence[Task],
+        split: str,
+        said: str,
+    ) -> list[TaskResult]:
+        key = (coordinator.name, tuple(t.id for t in tasks))
         if key not in self._seen:
             started = time.perf_counter()
-            coordinator = StrategyCoordinator(strategy, self.resolve, name)
-            builder = StrategyBuilder(strategy.model_dump_json(), name, self.seed)
             (self._seen[key],) = await evaluate_on(
                 self.executor,
                 [(coordinator, builder)],
@@ -73,14 +99,31 @@ class Evaluator:
             if self.note is not None:
                 done = self._seen[key]
                 self.note(
-                    f"{'; '.join(strategy.describe())} ({strategy.id}) on {len(done)} {split} "
-                    f"tasks: {100 * accuracy(done):.1f} % · {time.perf_counter() - started:.0f} s"
+                    f"{said} on {len(done)} {split} tasks: {100 * accuracy(done):.1f} % · "
+                    f"{time.perf_counter() - started:.0f} s"
                 )
         return self._seen[key]
 
     async def policy(self, spec: str, tasks: Sequence[Task], split: str) -> list[TaskResult]:
         """One policy spec alone (as a one-plan strategy)."""
         return await self.strategy(Strategy(default=Plan(first=spec)), tasks, split)
+
+
+class SampleOf:
+    """One model's sample k of a task, asked with `seed=k`; picklable, so it is its own builder
+    on a remote executor."""
+
+    def __init__(self, model: str, k: int, name: str) -> None:
+        self.model = model
+        self.k = k
+        self.name = name
+
+    async def run(self, task: Task, caller: TaskCaller) -> Outcome:
+        completion = await caller.call(self.model, [user(task.question)], seed=self.k, final=True)
+        return Outcome(completion.text, model=self.model)
+
+    def __call__(self, config: PoolConfig) -> Coordinator:
+        return self
 
 
 def measured(results: Sequence[TaskResult], cost: CostMeasure = "usd") -> Measured:
@@ -176,3 +219,19 @@ def collaboration(
             errors=sum(r.error is not None for r in group),
         )
     return summary
+
+
+def split_summary(results: Sequence[TaskResult]) -> SplitSummary:
+    """`evaluate.summarise` per task, with the accuracy over all tasks beside the per-cluster."""
+    summary = summarise("", results)
+    n = summary.tasks or 1
+    return SplitSummary(
+        tasks=summary.tasks,
+        accuracy=accuracy(results),
+        cost_per_task=summary.cost / n,
+        calls_per_task=summary.calls / n,
+        tokens_per_task=summary.tokens / n,
+        seconds_per_task=sum(r.seconds for r in results) / n,
+        errors=summary.errors,
+        per_cluster=dict(sorted(summary.accuracy.items())),
+    )

@@ -11,6 +11,7 @@ from typing import Protocol
 from consortium.core.costs import CostMeasure
 from consortium.core.costs import cost_of as task_cost
 from consortium.evaluation.results import TaskResult
+from consortium.evolve.answer_folders import CandidateFolder
 from consortium.evolve.measure import Evaluator
 from consortium.evolve.strategies import Plan, Strategy
 from consortium.tasks.base import Task
@@ -29,6 +30,9 @@ class RoundContext:
     """Every tuning task (coordinator retraining samples its minibatches here)."""
     cost: CostMeasure = "usd"
     """What "cheaper" means for the proposers: usd, tokens or seconds."""
+    max_calls_per_task: float | None = None
+    max_cost_per_task: float | None = None
+    """The guards' caps (cost in the `cost` measure): a proposer need not propose past them."""
 
     async def singles(self) -> dict[str, list[TaskResult]]:
         """Every model alone on the tuning batch."""
@@ -43,6 +47,9 @@ class Proposal:
     strategy: Strategy
     proposer: str
     rationale: str
+    folders: tuple[CandidateFolder, ...] = ()
+    """Answer-aware policy folders the strategy names that the loop writes before measuring it
+    (and rewrites with the measured figures after)."""
 
 
 class Proposer(Protocol):
@@ -80,3 +87,21 @@ def template_lead(spec: str) -> str | None:
     if not spec.startswith("workflow:") or "models=" not in spec:
         return None
     return spec.split("models=", 1)[1].split(":", 1)[0].split(",", 1)[0] or None
+
+
+def fair_share(
+    proposed: Sequence[Sequence[Proposal]], incumbent_id: str, limit: int
+) -> list[Proposal]:
+    """At most `limit` distinct proposals other than the incumbent, taken from the proposers in
+    turn (each one's first, then each one's second …) so that no proposer crowds out the
+    others; measured in the order they were proposed."""
+    order: dict[str, tuple[int, int]] = {}
+    by_id: dict[str, Proposal] = {}
+    for p_index, proposals in enumerate(proposed):
+        for i, proposal in enumerate(proposals):
+            key = proposal.strategy.id
+            if key != incumbent_id and key not in by_id:
+                by_id[key] = proposal
+                order[key] = (p_index, i)
+    turns = sorted(by_id, key=lambda key: (order[key][1], order[key][0]))[:limit]
+    return [by_id[key] for key in sorted(turns, key=lambda key: order[key])]

@@ -11,6 +11,9 @@ They see only the tuning batch; the guards judge their proposals on held-out tas
   cluster's three most accurate models.
 - `Prune`: drop escalation from a cluster, or a cluster plan equal to the default.
 - `RetrainTrinity`: warm-start sep-CMA-ES from a TRINITY policy's weights on the tuning tasks.
+- `AnswerAware`: per cluster, answer-aware policies (vote, ModelSwitch, MoT and scorer cascades,
+  τ moves of the current cascade) chosen on the answers' agreement on the tuning tasks, each as a
+  policy folder (`answer_aware`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 
 from consortium.coord.trinity.policy import HeadSetup, load_setup, save_policy
 from consortium.core.costs import unit
+from consortium.evolve.answer_aware import AnswerAware
 from consortium.evolve.escalation import Escalation
 from consortium.evolve.measure import accuracy, by_cluster
 from consortium.evolve.proposal import (
@@ -41,6 +45,7 @@ from consortium.train.settings import RETRAIN, TrainConfig
 
 __all__ = [
     "PROPOSERS",
+    "AnswerAware",
     "ClusterSpecialists",
     "Escalation",
     "Proposal",
@@ -94,7 +99,7 @@ class Templates:
 
     name = "templates"
 
-    def __init__(self, kinds: Sequence[str] = ("vote", "moa")) -> None:
+    def __init__(self, kinds: Sequence[str] = ("judge-vote", "moa")) -> None:
         self.kinds = tuple(kinds)
 
     async def propose(self, context: RoundContext) -> list[Proposal]:
@@ -223,6 +228,8 @@ class ProposerSettings:
     tolerance: float = 0.01
     """Accuracy (fraction) a cheaper choice may give up on tuning tasks."""
     retrain: TrainConfig = RETRAIN
+    answer_samples: int = 3
+    """Samples per model the answer-aware proposer asks on the tuning tasks."""
 
 
 PROPOSERS: dict[str, Callable[[ProposerSettings], Proposer]] = {
@@ -231,5 +238,7 @@ PROPOSERS: dict[str, Callable[[ProposerSettings], Proposer]] = {
     Templates.name: lambda _s: Templates(),
     Prune.name: lambda _s: Prune(),
     RetrainTrinity.name: lambda s: RetrainTrinity(s.retrain),
+    AnswerAware.name: lambda s: AnswerAware(s.answer_samples),
 }
-"""Proposers by name. retrain-trinity proposes only when the incumbent uses a TRINITY policy."""
+"""Proposers by name. retrain-trinity proposes only when the incumbent uses a TRINITY policy;
+answer-aware only for clusters whose answers a live answer-aware policy reads."""

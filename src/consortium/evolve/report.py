@@ -165,8 +165,21 @@ def to_markdown(state: EvolveState) -> str:
                 f"Adopted: {candidate.reason}.",
                 "",
             ]
+            lines += [
+                f"Written as a policy folder for {cluster}: `{folder}` "
+                f"(`consortium serve --pool POOL --policy {folder}`).\n"
+                for cluster, folder in sorted(summary.served.items())
+            ]
     if not any_adopted:
         lines += ["No change passed the guards.", ""]
+    serving = state.serving()
+    if serving:
+        lines += ["## The evolved strategy as policy folders", ""]
+        lines += [
+            f"- {cluster}: `consortium serve --pool POOL --policy {folder}`"
+            for cluster, folder in sorted(serving.items())
+        ]
+        lines += [""]
     lines += ["## Rejected candidates", ""]
     rejected = [
         [

@@ -46,6 +46,8 @@ class EvolveRequest:
     tolerance: float = 0.01
     """Accuracy (fraction) a cheaper proposal may give up on tuning tasks."""
     retrain_generations: int = 3
+    answer_samples: int = 3
+    """Samples per model the answer-aware proposer asks on the tuning tasks."""
     loop: EvolveConfig = field(default_factory=EvolveConfig)
     resume: bool = False
     executor: str = "local"
@@ -98,6 +100,7 @@ def run_evolve(
     proposer_settings = ProposerSettings(
         tolerance=request.tolerance,
         retrain=replace(RETRAIN, generations=request.retrain_generations, seed=seed),
+        answer_samples=request.answer_samples,
     )
 
     async def go() -> EvolveState:

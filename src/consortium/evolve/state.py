@@ -97,6 +97,9 @@ class RoundSummary(_Record):
     """Id of the strategy adopted in this round."""
     overfit_candidates: int
     """Candidates that gained where they were tuned and lost where they were not."""
+    served: dict[str, str] = {}
+    """Cluster -> the policy folder of the answer-aware policy adopted for it this round
+    (`consortium serve --policy FOLDER` takes it)."""
 
 
 class FinalComparison(_Record):
@@ -127,6 +130,22 @@ class EvolveState(_Record):
     @classmethod
     def load(cls, path: Path) -> EvolveState:
         return cls.model_validate_json(path.read_text())
+
+    def serving(self) -> dict[str, str]:
+        """Per cluster, the policy folder of the adopted answer-aware policy that still answers
+        it in the incumbent (a later adoption for that cluster replaces it)."""
+        found: dict[str, str] = {}
+        incumbent = self.incumbent
+        for summary in self.rounds:
+            adopted = next((c for c in summary.candidates if c.adopted), None)
+            for cluster, folder in summary.served.items():
+                if (
+                    adopted
+                    and incumbent
+                    and adopted.strategy.plan_for(cluster) == incumbent.plan_for(cluster)
+                ):
+                    found[cluster] = folder
+        return found
 
     def save(self, path: Path) -> None:
         """Atomically, as `json.dumps(..., indent=1)` writes it."""

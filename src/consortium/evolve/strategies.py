@@ -1,7 +1,7 @@
 """A strategy: per task cluster, which policy answers first, and when to escalate to which.
 
 Policies are named by the spec strings `consortium eval --policy` takes (`single:NAME`,
-`workflow:vote:models=a,b,c`, a trained TRINITY directory …), so a strategy is plain JSON and
+`workflow:judge-vote:models=a,b,c`, a trained TRINITY directory …), so a strategy is plain JSON and
 its id is a hash of that JSON: the same strategy proposed twice is one strategy.
 """
 

@@ -2,7 +2,8 @@
 records format. Each finished call is appended to a journal (one JSON line, flushed) before the
 next is counted, so a run killed at any point resumes without asking twice or losing a call, and
 the finished folder is the one an uninterrupted run writes (rows sorted, columns fixed; only
-`latency_s`, a measured wall time, differs between runs)."""
+`latency_s`, a measured wall time, differs between runs). With a trace store, each call made is
+also a call of a run of kind `record` there (calls found in the journal are not traced again)."""
 
 from __future__ import annotations
 
@@ -22,9 +23,11 @@ from consortium.core.types import user
 from consortium.pool import build_agent
 from consortium.pool.base import Agent
 from consortium.pool.config import ModelConfig, PoolConfig
+from consortium.records.call_traces import call_record
 from consortium.records.errors import RecordsError
 from consortium.records.rows import OutputRow
 from consortium.records.schema import (
+    DATASET_KINDS,
     SCHEMA_VERSION,
     AnswerKind,
     Manifest,
@@ -34,6 +37,7 @@ from consortium.records.schema import (
 )
 from consortium.records.split import split_rule
 from consortium.records.store import Records, write_records
+from consortium.runtime.store import TraceStore
 from consortium.tasks.base import Task, TaskSet
 from consortium.tasks.choice import Choices, extract_choice
 from consortium.tasks.code import extract_code
@@ -43,15 +47,6 @@ from consortium.tasks.math import extract_answer
 JOURNAL = "journal.jsonl"
 STARTED = "journal.started"
 """The date the run began: the prices' date in the manifest, the same after a resume."""
-KINDS: dict[str, AnswerKind] = {
-    "gsm8k": "number",
-    "arithmetic": "number",
-    "math": "latex",
-    "humaneval": "code",
-    "mbpp": "code",
-    "mc": "choice",
-    "date": "date",
-}
 Key = tuple[str, str, int]
 Progress = Callable[[int, int, float], None]
 """(calls done, calls in all, USD spent)."""
@@ -73,6 +68,8 @@ class RecordRequest:
     kind: AnswerKind | None = None
     pool_source: str = "pool"
     created_by: str = "consortium record"
+    traces: str | None = None
+    """Trace store URL each call made is written to (None: none)."""
 
 
 @dataclass
@@ -86,6 +83,8 @@ class RecordResult:
     errors: int
     journal: Path
     notes: list[str] = field(default_factory=list)
+    run_id: str | None = None
+    """The trace store's run holding this recording's calls (None without a store)."""
 
 
 def _answer(kind: AnswerKind, task: Task, text: str) -> str | None:
@@ -133,12 +132,19 @@ def read_journal(path: Path) -> dict[Key, OutputRow]:
 
 
 class _Recorder:
-    def __init__(self, request: RecordRequest, progress: Progress | None) -> None:
+    def __init__(
+        self,
+        request: RecordRequest,
+        progress: Progress | None,
+        traces: tuple[TraceStore, str] | None = None,
+    ) -> None:
         self.request = request
         self.progress = progress
+        self.traces = traces
+        """The store and the run id each finished call is traced under."""
         tasks = request.tasks.tasks
         self.dataset = request.dataset or tasks[0].dataset
-        self.kind: AnswerKind = request.kind or KINDS.get(tasks[0].dataset, "text")
+        self.kind: AnswerKind = request.kind or DATASET_KINDS.get(tasks[0].dataset, "text")
         self.spent = 0.0
         self.reserved = 0.0
         self.skipped = 0
@@ -248,6 +254,7 @@ class _Recorder:
                         continue
                     handle.write(json.dumps(row_dict(row), ensure_ascii=False) + "\n")
                     handle.flush()
+                    self.trace(row)
                     self.spent += row.cost_usd
                     self.done += 1
                     done[(row.question_id, row.model, row.sample)] = row
@@ -264,6 +271,12 @@ class _Recorder:
             finally:
                 for agent in agents.values():
                     await agent.aclose()
+
+    def trace(self, row: OutputRow) -> None:
+        """The call behind `row` in the trace store, after the journal has it."""
+        if self.traces is not None:
+            store, run_id = self.traces
+            store.record_call(call_record(row, run_id))
 
     def report(self) -> None:
         if self.progress is not None:
@@ -299,8 +312,21 @@ def record(request: RecordRequest, progress: Progress | None = None) -> RecordRe
     started = _started_date(out / STARTED)
     done = read_journal(journal)
     resumed = len(done)
-    recorder = _Recorder(request, progress)
-    asyncio.run(recorder.run(configs, done, journal))
+    run_id = None
+    if request.traces is None:
+        recorder = _Recorder(request, progress)
+        asyncio.run(recorder.run(configs, done, journal))
+    else:
+        store = TraceStore(request.traces)
+        config = {"out": str(out), "samples": request.samples, "models": names}
+        try:
+            with store.running("record", pool=request.pool_source, config=config) as run:
+                run_id = run.run_id
+                recorder = _Recorder(request, progress, (store, run_id))
+                asyncio.run(recorder.run(configs, done, journal))
+                run.summary = {"calls": recorder.done - resumed, "resumed": resumed}
+        finally:
+            store.close()
     manifest = Manifest(
         schema_version=SCHEMA_VERSION,
         dataset=recorder.dataset,
@@ -352,4 +378,5 @@ def record(request: RecordRequest, progress: Progress | None = None) -> RecordRe
         recorder.spent,
         sum(row.error is not None for row in rows),
         journal,
+        run_id=run_id,
     )

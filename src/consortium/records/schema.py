@@ -16,6 +16,16 @@ MANIFEST = "manifest.json"
 OUTPUTS = "outputs.parquet"
 
 AnswerKind = Literal["number", "latex", "choice", "code", "date", "text"]
+DATASET_KINDS: dict[str, AnswerKind] = {
+    "gsm8k": "number",
+    "arithmetic": "number",
+    "math": "latex",
+    "humaneval": "code",
+    "mbpp": "code",
+    "mc": "choice",
+    "date": "date",
+}
+"""The answer kind of the built-in task sets (`tasks.registry`), by their dataset name."""
 
 COLUMNS = pa.schema(
     [

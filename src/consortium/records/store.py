@@ -8,6 +8,7 @@ import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,7 +17,14 @@ from pydantic import ValidationError
 
 from consortium.records.errors import RecordsError
 from consortium.records.rows import OutputRow, from_table, to_table
-from consortium.records.schema import COLUMNS, MANIFEST, OUTPUTS, SCHEMA_VERSION, Manifest
+from consortium.records.schema import (
+    COLUMNS,
+    MANIFEST,
+    OUTPUTS,
+    SCHEMA_VERSION,
+    AnswerKind,
+    Manifest,
+)
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,13 @@ def read_manifest(folder: str | Path) -> Manifest:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         raise RecordsError(f"{path}: {where}: {first['msg']}") from None
+
+
+@lru_cache(maxsize=64)
+def folder_answer_kind(folder: str) -> AnswerKind:
+    """A records folder's answer kind, its manifest read once per process (RecordsError as
+    `read_manifest`)."""
+    return read_manifest(folder).answer_kind
 
 
 def load_records(folder: str | Path) -> Records:

@@ -287,6 +287,9 @@ class ReplayApp:
         completion_tokens = estimate_tokens(text)
         if record.samples is not None and finish == "stop":
             completion_tokens = record.samples[model][sample].tokens_out  # 0 for an empty output
+        asked_alone = [content_text(m.get("content")) for m in messages if isinstance(m, dict)]
+        if record.samples is not None and asked_alone == [record.question]:
+            prompt_tokens = record.samples[model][sample].tokens_in  # as counted when recorded
         streaming = bool(body.get("stream"))
         # Streamed, the first token comes after the base latency and the rest as generated.
         delay = self.latency.base_seconds if streaming else self.latency.delay(completion_tokens)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from consortium.core.errors import AgentError, reason
@@ -13,7 +14,8 @@ from consortium.core.types import Completion, Message
 from consortium.pool import Pool
 from consortium.runtime.budget import Budget, Limits
 from consortium.runtime.cache import ResponseCache, cache_key
-from consortium.runtime.store import CallRecord, TraceStore
+from consortium.runtime.store import TraceStore
+from consortium.runtime.store_records import CallRecord, StageRecord
 from consortium.runtime.telemetry import Telemetry
 from consortium.runtime.trace_queue import TraceQueue
 
@@ -50,6 +52,13 @@ class Caller:
             await self.traces.record(record)
         elif self.store is not None:
             self.store.record_call(record)
+
+    async def trace_stages(self, records: Sequence[StageRecord]) -> None:
+        if self.traces is not None:
+            queue = self.traces
+            await asyncio.gather(*(queue.record(record) for record in records))
+        elif self.store is not None:
+            self.store.record_rows(records)
 
     def for_task(
         self,
@@ -94,6 +103,15 @@ class TaskCaller:
         self.made: list[CallSummary] = []
         self.stream_to: Callable[[str], None] | None = None
         """Receives the text of the task's final call as the model produces it (`serve`)."""
+
+    async def trace_stages(self, stages: Sequence[StageRecord]) -> None:
+        """Store what an answer-aware policy made of each sample it asked for, beside its
+        calls (`StageRecord`: the task and policy are filled in here)."""
+        filled = [
+            replace(s, run_id=self.run.run_id, policy=self.policy, task_id=self.task_id)
+            for s in stages
+        ]
+        await self.run.trace_stages(filled)
 
     async def call(
         self,

@@ -3,6 +3,7 @@ SQLAlchemy URL.
 
 `sqlite:///traces.db` (default), `postgresql+psycopg://user@host/db` for teams. API keys never reach
 this module: a call record holds model names, messages, answers, usage, cost, latency and errors.
+The tables are in `store_tables`, the rows callers fill in (`CallRecord`, ...) in `store_records`.
 """
 
 from __future__ import annotations
@@ -17,152 +18,13 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sqlalchemy import (
-    Boolean,
-    Column,
-    Float,
-    Index,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
-    create_engine,
-    event,
-    func,
-    insert,
-    inspect,
-    select,
-    text,
-    update,
-)
+from sqlalchemy import Table, create_engine, event, func, insert, inspect, select, text, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
 from consortium.core.errors import ConfigError
-from consortium.core.types import Message
-
-metadata = MetaData()
-
-runs = Table(
-    "runs",
-    metadata,
-    Column("run_id", String(40), primary_key=True),
-    Column("kind", String(40), nullable=False),
-    Column("started_at", Float, nullable=False),
-    Column("finished_at", Float),
-    Column("status", String(20), nullable=False),
-    Column("pool", Text),
-    Column("config", Text),
-    Column("summary", Text),
-)
-
-calls = Table(
-    "calls",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("run_id", String(40), nullable=False, index=True),
-    Column("policy", String(200)),
-    Column("task_id", String(200), index=True),
-    Column("turn", Integer),
-    Column("model", String(200), nullable=False),
-    Column("role", String(40)),
-    Column("messages_hash", String(64)),
-    Column("messages", Text),
-    Column("response", Text),
-    Column("prompt_tokens", Integer),
-    Column("completion_tokens", Integer),
-    Column("cost", Float),
-    Column("latency", Float),
-    Column("verdict", String(40)),
-    Column("error", Text),
-    Column("cached", Boolean),
-    Column("fallback_from", String(200)),
-    Column("created_at", Float, nullable=False),
-)
-
-results = Table(
-    "results",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("run_id", String(40), nullable=False, index=True),
-    Column("policy", String(200), nullable=False),
-    Column("task_id", String(200), nullable=False),
-    Column("dataset", String(100)),
-    Column("answer", Text),
-    Column("correct", Boolean),
-    Column("score", Float),
-    Column("detail", Text),
-    Column("calls", Integer),
-    Column("tokens", Integer),
-    Column("cost", Float),
-    Column("error", Text),
-    Column("created_at", Float, nullable=False),
-    Column("reference", Text),
-)
-
-# Covering indexes for the viewer's per-run, per-policy and per-task reads, so that a page of a
-# run of 100,000 calls reads index entries, not table rows; stores written before they existed
-# get them on open.
-INDEXES = (
-    Index(
-        "ix_calls_run_policy_task",
-        *(calls.c[name] for name in ("run_id", "policy", "task_id", "model", "role")),
-        *(calls.c[name] for name in ("prompt_tokens", "completion_tokens", "cost")),
-    ),
-    Index("ix_calls_run_task", calls.c.run_id, calls.c.task_id),
-    Index(
-        "ix_results_run_policy_dataset",
-        *(results.c[name] for name in ("run_id", "policy", "dataset", "correct")),
-        *(results.c[name] for name in ("calls", "tokens", "cost", "task_id")),
-    ),
-    Index(
-        "ix_results_run_policy_task",
-        *(results.c[name] for name in ("run_id", "policy", "task_id", "dataset")),
-    ),
-    Index("ix_results_run_task", results.c.run_id, results.c.task_id),
-)
-
-
-@dataclass
-class CallRecord:
-    run_id: str
-    model: str
-    messages: Sequence[Message]
-    response: str | None
-    policy: str | None = None
-    task_id: str | None = None
-    turn: int | None = None
-    role: str | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float = 0.0
-    latency: float = 0.0
-    verdict: str | None = None
-    error: str | None = None
-    cached: bool = False
-    fallback_from: str | None = None
-    """The model that failed and that this call stands in for."""
-
-
-@dataclass
-class ResultRecord:
-    run_id: str
-    policy: str
-    task_id: str
-    dataset: str
-    answer: str | None
-    correct: bool
-    score: float
-    detail: str
-    calls: int
-    tokens: int
-    cost: float
-    error: str | None = None
-    """Why the task failed (`core.errors.reason`: type and message), when it did."""
-    reference: str | None = None
-    """The task's reference answer, as the grader compared it (None for code tasks' tests)."""
-
+from consortium.runtime.store_records import CallRecord, ResultRecord, StageRecord
+from consortium.runtime.store_tables import INDEXES, calls, metadata, results, runs, stages
 
 WAL_SWITCH_ATTEMPTS = 40
 
@@ -214,6 +76,18 @@ DEFAULT_TRACES = "sqlite:///consortium-traces.db"
 """Where every command writes its traces unless told otherwise (`--traces`, $CONSORTIUM_TRACES)."""
 
 
+def task_rows(engine: Engine, table: Table, run_id: str, task_id: str) -> list[dict[str, Any]]:
+    """One task's rows of `table` (calls, stages or results; every policy's), in the order they
+    were written."""
+    query = (
+        select(table)
+        .where(table.c.run_id == run_id, table.c.task_id == task_id)
+        .order_by(table.c.id)
+    )
+    with engine.connect() as db:
+        return [dict(row._mapping) for row in db.execute(query)]
+
+
 class TraceStore:
     def __init__(self, url: str = DEFAULT_TRACES) -> None:
         self.url = url
@@ -246,7 +120,7 @@ class TraceStore:
 
     def _add_missing_columns(self) -> None:
         """Stores written by an earlier version lack newer nullable columns; add them."""
-        for table in (calls, results):
+        for table in (calls, results, stages):
             existing = {c["name"] for c in inspect(self.engine).get_columns(table.name)}
             with self.engine.begin() as db:
                 for column in table.columns:
@@ -323,11 +197,20 @@ class TraceStore:
         key = result.inserted_primary_key
         return int(key[0]) if key else 0
 
-    def record_calls(self, records: Sequence[CallRecord]) -> None:
-        """Several rows in one transaction (the trace queue's batches)."""
-        if records:
+    def record_rows(self, records: Sequence[CallRecord | StageRecord]) -> None:
+        """Calls, and the stages of the answer-aware policies that made them, in one transaction
+        (the trace queue's batches)."""
+        call_rows = [self._call_values(r) for r in records if isinstance(r, CallRecord)]
+        now = time.time()
+        stage_rows = [
+            {**asdict(r), "created_at": now} for r in records if isinstance(r, StageRecord)
+        ]
+        if call_rows or stage_rows:
             with self.engine.begin() as db:
-                db.execute(insert(calls), [self._call_values(r) for r in records])
+                if call_rows:
+                    db.execute(insert(calls), call_rows)
+                if stage_rows:
+                    db.execute(insert(stages), stage_rows)
 
     def record_result(self, record: ResultRecord) -> None:
         with self.engine.begin() as db:
@@ -367,22 +250,24 @@ class TraceStore:
         return dict(row._mapping) if row else None
 
     def iter_calls(self, run_id: str) -> Iterator[dict[str, Any]]:
-        query = select(calls).where(calls.c.run_id == run_id).order_by(calls.c.id)
-        with self.engine.connect() as db:
-            for row in db.execute(query):
-                yield dict(row._mapping)
+        return self._run_rows(calls, run_id)
 
     def task_calls(self, run_id: str, task_id: str) -> list[dict[str, Any]]:
-        query = (
-            select(calls)
-            .where(calls.c.run_id == run_id, calls.c.task_id == task_id)
-            .order_by(calls.c.id)
-        )
-        with self.engine.connect() as db:
-            return [dict(row._mapping) for row in db.execute(query)]
+        return task_rows(self.engine, calls, run_id, task_id)
+
+    def task_stages(self, run_id: str, task_id: str) -> list[dict[str, Any]]:
+        """The stages of one task's answer-aware policies, in the order they were asked."""
+        return task_rows(self.engine, stages, run_id, task_id)
+
+    def iter_stages(self, run_id: str) -> Iterator[dict[str, Any]]:
+        return self._run_rows(stages, run_id)
 
     def iter_results(self, run_id: str) -> Iterator[dict[str, Any]]:
-        query = select(results).where(results.c.run_id == run_id).order_by(results.c.id)
+        return self._run_rows(results, run_id)
+
+    def _run_rows(self, table: Table, run_id: str) -> Iterator[dict[str, Any]]:
+        """A run's rows of `table`, in the order they were written, read as they are iterated."""
+        query = select(table).where(table.c.run_id == run_id).order_by(table.c.id)
         with self.engine.connect() as db:
             for row in db.execute(query):
                 yield dict(row._mapping)

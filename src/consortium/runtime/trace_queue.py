@@ -14,9 +14,10 @@ import asyncio
 import queue
 import threading
 
-from consortium.runtime.store import CallRecord, TraceStore
+from consortium.runtime.store import TraceStore
+from consortium.runtime.store_records import CallRecord, StageRecord
 
-_Item = tuple[CallRecord, asyncio.AbstractEventLoop, "asyncio.Future[None]"]
+_Item = tuple[CallRecord | StageRecord, asyncio.AbstractEventLoop, "asyncio.Future[None]"]
 
 
 def _settle(done: asyncio.Future[None], error: BaseException | None) -> None:
@@ -40,7 +41,7 @@ class TraceQueue:
         self._thread = threading.Thread(target=self._drain, name="trace-writer", daemon=True)
         self._thread.start()
 
-    async def record(self, record: CallRecord) -> None:
+    async def record(self, record: CallRecord | StageRecord) -> None:
         """Queue `record`; returns once it is committed (raises what the insert raised)."""
         if self._closed:
             raise RuntimeError("trace queue is closed")
@@ -62,7 +63,7 @@ class TraceQueue:
             if items:
                 error: BaseException | None = None
                 try:
-                    self.store.record_calls([record for record, _, _ in items])
+                    self.store.record_rows([record for record, _, _ in items])
                     self.batches += 1
                     self.rows += len(items)
                 except Exception as failure:  # handed to every waiting request

@@ -16,7 +16,7 @@ local_app = typer.Typer(
         "Real small language models (SmolLM2-135M-Instruct, Gemma 3 270M) from pinned PyPI "
         "packages, served by llama.cpp's OpenAI-compatible server on loopback.\n\n"
         "  consortium local start --pool local-pool.toml\n"
-        "  consortium ask --pool local-pool.toml --policy workflow:vote 'What is 7 + 5?'\n"
+        "  consortium ask --pool local-pool.toml --policy workflow:judge-vote 'What is 7 + 5?'\n"
         "  consortium local stop"
     ),
     no_args_is_help=True,

@@ -67,14 +67,17 @@ async def score_workflow(
     executor: WorkflowExecutor,
 ) -> float:
     """One completion's reward: FORMAT_FAIL if it is no workflow, else RIGHT or WRONG as the
-    grader says of the workflow's answer."""
+    grader says of the workflow's answer. Tool steps the executor runs pass the gate (the
+    prompt offers the same tools)."""
     try:
-        workflow = parse_workflow(text, workers, max_steps=max_steps)
+        workflow = parse_workflow(
+            text, workers, max_steps=max_steps, tools=executor.tools.available
+        )
     except WorkflowError:
         return FORMAT_FAIL
     task_caller = caller.for_task(task.id, "grpo", task_limits)
     try:
-        run = await executor.run(workflow, task.question, task_caller)
+        run = await executor.run(workflow, task.question, task_caller, task=task)
     except (AgentError, BudgetExceeded):
         return WRONG  # it parsed and ran; a worker failure is not a format failure
     grade = await asyncio.to_thread(grader.grade, task, run.answer)

@@ -20,9 +20,10 @@ from consortium.pool.local import prompt_text
 class WorkflowShape:
     steps: int
     models: int
-    """Distinct workers called."""
+    """Distinct workers called (tool steps call none)."""
     last: str
-    """The worker of the last step, whose output is the workflow's answer."""
+    """The worker of the last step, whose output is the workflow's answer (a tool's name when
+    a tool step passes on an earlier answer)."""
 
 
 @dataclass
@@ -44,8 +45,9 @@ class Validity:
 
 def workflow_shape(text: str, workers: Sequence[str], *, max_steps: int = 5) -> WorkflowShape:
     """The shape of the workflow `text` writes for `workers`; the parser's error if invalid."""
-    models = [step.model for step in parse_workflow(text, workers, max_steps=max_steps).steps]
-    return WorkflowShape(len(models), len(set(models)), models[-1])
+    steps = parse_workflow(text, workers, max_steps=max_steps).steps
+    called = {step.model for step in steps if not step.tool}
+    return WorkflowShape(len(steps), len(called), steps[-1].model)
 
 
 def workflow_validity(

@@ -1,7 +1,9 @@
 """A Conductor or template workflow, read back from its trace rows and drawn as an SVG DAG.
 
 The store keeps calls, not workflows; a workflow's steps are its worker calls without a system
-prompt (role `worker`, or `worker@d` inside a recursive call at depth d; turn = step index + 1).
+prompt (role `worker`, or `worker@d` inside a recursive call at depth d; turn = step index + 1)
+and its tool steps' rows (role `tool`: no model call, the tool's name as the model, the step it
+passed on as the verdict), drawn dashed.
 A step's access list is read from its prompt: the executor gives each step the earlier steps it
 may see as (subtask, output) chat turns, so each assistant turn of the prompt is matched to the
 earlier step whose answer it is.
@@ -25,6 +27,11 @@ class DagStep:
     call: dict[str, Any]
     visible: tuple[int, ...]
     """Indices of the earlier steps this step saw."""
+
+    @property
+    def tool(self) -> bool:
+        """A tool step: it called no model and passed on an earlier step's answer."""
+        return str(self.call["role"] or "").startswith("tool")
 
     @property
     def access(self) -> str:
@@ -81,9 +88,9 @@ def _visible(call: dict[str, Any], earlier: Sequence[dict[str, Any]]) -> tuple[i
 
 def _is_step(call: dict[str, Any]) -> bool:
     """A workflow step: a worker call without a system prompt (TRINITY's role prompts are system
-    messages; the workflow executor sends none)."""
+    messages; the workflow executor sends none), or a tool step's row."""
     role = call["role"] or ""
-    if not role.startswith("worker") or call["turn"] is None:
+    if not role.startswith(("worker", "tool")) or call["turn"] is None:
         return False
     return all(m.get("role") != "system" for m in _messages(call))
 
@@ -152,11 +159,16 @@ def dag_svg(workflow: TracedWorkflow, palette: Palette) -> str:
     for step in workflow.steps:
         x, y = where[step.index]
         model = str(step.call["model"])
-        short = model if len(model) <= 24 else model[:23] + "…"
+        label = f"{model} → {step.call['verdict']}" if step.tool else model
+        short = label if len(label) <= 24 else label[:23] + "…"
+        tool = " data-tool='1'" if step.tool else ""
+        stroke = (
+            "stroke='#888' stroke-dasharray='5,3'" if step.tool else f"stroke='{palette(model)}'"
+        )
         parts.append(
-            f"<g class='step' data-step='{step.index}' data-access='{escape(step.access)}'>"
+            f"<g class='step' data-step='{step.index}' data-access='{escape(step.access)}'{tool}>"
             f"<rect x='{x}' y='{y}' width='{BOX_W}' height='{BOX_H}' rx='5' fill='#fff' "
-            f"stroke='{palette(model)}' stroke-width='3'/>"
+            f"{stroke} stroke-width='3'/>"
             f"<text x='{x + 8}' y='{y + 16}' font-weight='bold'>step {step.index}</text>"
             f"<text x='{x + 8}' y='{y + 31}'>{escape(short)}</text>"
             f"<text x='{x + 8}' y='{y + 46}' fill='#555'>sees: {escape(step.access)}</text></g>"

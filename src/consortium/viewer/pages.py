@@ -47,6 +47,9 @@ def task_body(
     by_policy: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for call in calls:
         by_policy[call["policy"] or ""].append(call)
+    stages_of: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for stage in queries.task_stages(engine, run_id, task_id):
+        stages_of[stage["policy"] or ""].append(stage)
     result_of = {r["policy"]: r for r in graded}
     policies = list(dict.fromkeys([*by_policy, *result_of]))
     if not policies:
@@ -63,7 +66,8 @@ def task_body(
         f"{escape(dataset or '')} · policies: {links} · <a href='{base}'>all</a></p>"
     )
     sections = "".join(
-        policy_section(p, by_policy.get(p, []), result_of.get(p), palette) for p in shown
+        policy_section(p, by_policy.get(p, []), result_of.get(p), palette, stages_of.get(p, []))
+        for p in shown
     )
     return head + palette.legend() + f"<div id='timeline'>{sections}</div>"
 

@@ -8,10 +8,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Integer, and_, cast, column, func, inspect, select, table
+from sqlalchemy import Integer, and_, cast, column, func, inspect, not_, or_, select, table
 from sqlalchemy.engine import Engine
 
-from consortium.runtime.store import calls, results, runs
+from consortium.runtime.store import task_rows
+from consortium.runtime.store_tables import calls, results, runs, stages
+
+_MODEL_CALL = or_(calls.c.role.is_(None), not_(calls.c.role.like("tool%")))
+"""Rows of model calls: a workflow's tool steps are traced as rows of role `tool` that called
+no model, and count in no call total."""
 
 SINGLE = "single:"
 _AFTER_SINGLE = "single;"  # the first string after every "single:…": a range the index can use
@@ -90,7 +95,7 @@ def policy_choices(engine: Engine, run_id: str, policy: str) -> list[Choice]:
     query = (
         select(results.c.dataset, calls.c.model, calls.c.role, func.count())
         .select_from(joined)
-        .where(calls.c.run_id == run_id, calls.c.policy == policy)
+        .where(calls.c.run_id == run_id, calls.c.policy == policy, _MODEL_CALL)
         .group_by(results.c.dataset, calls.c.model, calls.c.role)
     )
     counts: dict[tuple[str, str, str], int] = {}
@@ -155,7 +160,7 @@ def run_headers(engine: Engine) -> list[dict[str, Any]]:
 def run_totals(engine: Engine, run_id: str) -> tuple[int, float]:
     """A run's calls and their cost."""
     query = select(func.count(), func.coalesce(func.sum(calls.c.cost), 0.0)).where(
-        calls.c.run_id == run_id
+        calls.c.run_id == run_id, _MODEL_CALL
     )
     with engine.connect() as db:
         row = db.execute(query).one()
@@ -166,7 +171,7 @@ def run_models(engine: Engine, run_id: str) -> list[str]:
     """The models a run called, in the order of their first call (the pages' colour order)."""
     query = (
         select(calls.c.model)
-        .where(calls.c.run_id == run_id)
+        .where(calls.c.run_id == run_id, _MODEL_CALL)
         .group_by(calls.c.model)
         .order_by(func.min(calls.c.id))
     )
@@ -196,7 +201,7 @@ def ungraded_tasks(
     page = (
         select(
             *keys,
-            func.count().label("calls"),
+            func.count().filter(_MODEL_CALL).label("calls"),
             func.sum(calls.c.prompt_tokens + calls.c.completion_tokens).label("tokens"),
             func.sum(calls.c.cost).label("cost"),
         )
@@ -214,24 +219,17 @@ def ungraded_tasks(
 
 def task_calls(engine: Engine, run_id: str, task_id: str) -> list[dict[str, Any]]:
     """Every call of one task (all policies), in the order they were written."""
-    query = (
-        select(calls)
-        .where(calls.c.run_id == run_id, calls.c.task_id == task_id)
-        .order_by(calls.c.id)
-    )
-    with engine.connect() as db:
-        return [dict(row._mapping) for row in db.execute(query)]
+    return task_rows(engine, calls, run_id, task_id)
+
+
+def task_stages(engine: Engine, run_id: str, task_id: str) -> list[dict[str, Any]]:
+    """The stages of one task's answer-aware policies, in the order they were asked."""
+    return task_rows(engine, stages, run_id, task_id)
 
 
 def task_results(engine: Engine, run_id: str, task_id: str) -> list[dict[str, Any]]:
     """The grade of one task under each policy."""
-    query = (
-        select(results)
-        .where(results.c.run_id == run_id, results.c.task_id == task_id)
-        .order_by(results.c.id)
-    )
-    with engine.connect() as db:
-        return [dict(row._mapping) for row in db.execute(query)]
+    return task_rows(engine, results, run_id, task_id)
 
 
 def policy_tokens(engine: Engine, run_id: str, policy: str) -> tuple[int, int]:

@@ -1,6 +1,6 @@
-"""A task's transcript as HTML: per policy, the grade, the workflow drawn (if any), then every
-call turn by turn (model, role, what it saw, its answer, the extracted answer, the verdict,
-tokens, cost, latency).
+"""A task's transcript as HTML: per policy, the grade, the workflow drawn (if any), an
+answer-aware policy's stages, then every call turn by turn (model, role, what it saw, its answer,
+the extracted answer, the verdict, tokens, cost, latency).
 
 It renders whatever calls the store holds: single calls, TRINITY turns (thinker, worker,
 verifier with verdicts), Conductor and template workflows (conductor, worker steps, inner runs).
@@ -16,6 +16,7 @@ from typing import Any
 from consortium.core.answers import final_answer
 from consortium.viewer.dag import dag_svg, traced_workflows
 from consortium.viewer.html import Palette
+from consortium.viewer.stages import stages_html
 
 ANSWERING = ("worker", "fallback")
 """Roles whose reply is an answer (a thinker plans, a verifier gives a verdict, a conductor
@@ -104,6 +105,7 @@ def policy_section(
     calls: Sequence[dict[str, Any]],
     result: dict[str, Any] | None,
     palette: Palette,
+    stages: Sequence[dict[str, Any]] = (),
 ) -> str:
     answer = result["answer"] if result else None
     workflows = [w for w in traced_workflows(calls) if len(w.steps) > 1]  # one call: no graph
@@ -121,5 +123,6 @@ def policy_section(
     )
     return (
         f"<section class='policy' data-policy='{escape(policy)}'><h2>{escape(policy)}</h2>"
-        f"{grade_html(result)}{drawn}<div class='transcript'>{turns}</div></section>"
+        f"{grade_html(result)}{drawn}{stages_html(stages)}<div class='transcript'>{turns}</div>"
+        "</section>"
     )

@@ -11,9 +11,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from consortium.coord.answers.kinds import RULE_KINDS, check_rule, renamed, rule_from
+from consortium.coord.answers.kinds import RULE_KINDS, TURN_KINDS, check_rule, renamed, rule_from
 from consortium.coord.answers.live import AnswerAwareCoordinator
 from consortium.coord.answers.rules import Rule
+from consortium.coord.answers.trinity_live import VERIFIERS, TrinityTeam
+from consortium.coord.answers.trinity_turns import TrinityTurns, trinity_from
 from consortium.core.errors import ConfigError
 from consortium.records.schema import AnswerKind, Price
 
@@ -56,7 +58,9 @@ class AnswerPolicy(BaseModel):
     """How the parameters were chosen, on the train split only."""
     created_by: str
 
-    def rule(self) -> Rule:
+    def rule(self) -> Rule | TrinityTurns:
+        if self.kind in TURN_KINDS:
+            return trinity_from(self.params, code=self.answer_kind == "code")
         return rule_from(self.kind, self.params)
 
 
@@ -66,7 +70,12 @@ def is_answer_policy(folder: Path) -> bool:
         meta = json.loads((folder / POLICY_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return isinstance(meta, dict) and meta.get("kind") in RULE_KINDS
+    if not isinstance(meta, dict):
+        return False
+    # the question-only TRINITY's folder also says kind "trinity", but has no schema_version
+    return meta.get("kind") in RULE_KINDS or (
+        meta.get("kind") in TURN_KINDS and "schema_version" in meta
+    )
 
 
 def write_policy(folder: Path, policy: AnswerPolicy) -> Path:
@@ -94,7 +103,12 @@ def read_policy(folder: Path) -> AnswerPolicy:
         )
     try:
         policy = AnswerPolicy.model_validate(meta)
-        check_rule(policy.rule())
+        rule = policy.rule()
+        if isinstance(rule, TrinityTurns):
+            if policy.params.get("verifier", "re-solve") not in VERIFIERS:
+                raise ValueError(f"verifier must be one of {', '.join(VERIFIERS)}")
+        else:
+            check_rule(rule)
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
@@ -107,8 +121,12 @@ def read_policy(folder: Path) -> AnswerPolicy:
 
 def load_answer_policy(
     folder: Path, names: Mapping[str, str] | None = None
-) -> AnswerAwareCoordinator:
+) -> AnswerAwareCoordinator | TrinityTeam:
     """The folder's policy as a live coordinator; `names` renames its models to a pool's."""
     policy = read_policy(folder)
-    rule = rule_from(policy.kind, renamed(policy.params, names or {}))
-    return AnswerAwareCoordinator(rule, policy.answer_kind, policy.name)
+    params = renamed(policy.params, names or {})
+    if policy.kind in TURN_KINDS:
+        rule = trinity_from(params, code=policy.answer_kind == "code")
+        verifier = str(params.get("verifier", "re-solve"))
+        return TrinityTeam(rule, policy.answer_kind, policy.name, verifier)
+    return AnswerAwareCoordinator(rule_from(policy.kind, params), policy.answer_kind, policy.name)

@@ -1,6 +1,6 @@
 """When two extracted answers agree, per answer kind: numbers by value, LaTeX by math-verify,
 dates by the normalised date, letters by letter, code by its behaviour on its docstring examples
-(consortium.coordinate.code_checks), free text by its stripped text."""
+(consortium.tasks.code_checks), free text by its stripped text."""
 
 from __future__ import annotations
 

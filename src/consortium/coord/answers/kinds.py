@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from consortium.coord.answers.programs import ExampleFilter, FilterAndCluster
 from consortium.coord.answers.rules import ModelSwitch, MotCascade, Rule, SingleAnswer, WeightedVote
 from consortium.coord.answers.scored import ScorerCascade, ScorerPick
 
@@ -39,6 +40,10 @@ def rule_from(kind: str, params: Mapping[str, Any]) -> Rule:
             weights,
             _limits(params["samples"]),
         )
+    if kind == "example-filter":
+        return ExampleFilter(tuple(params["order"]), int(params["samples"]))
+    if kind == "filter-and-cluster":
+        return FilterAndCluster(tuple(params["models"]), weights, int(params["samples"]))
     raise KeyError(f"unknown rule kind {kind!r}")
 
 
@@ -75,7 +80,22 @@ def check_rule(rule: Rule) -> None:
             raise ValueError(f"every stage's scorer needs {features} weights")
 
 
-RULE_KINDS = ("single", "vote", "model-switch", "mot-cascade", "scorer", "scorer-cascade")
+RULE_KINDS = (
+    "single",
+    "vote",
+    "model-switch",
+    "mot-cascade",
+    "scorer",
+    "scorer-cascade",
+    "example-filter",
+    "filter-and-cluster",
+)
+TURN_KINDS = ("trinity",)
+"""Kinds whose every decision also picks a role, or submits (`trinity_turns.TrinityTurns`): a
+policy folder of one runs as a `trinity_live.TrinityTeam`, on records as `coordinate.episodes`."""
+CHECKED_KINDS = ("example-filter", "filter-and-cluster")
+"""Kinds that select by each answer's check: they need a check beyond an answer being there
+(for programs, the docstring examples), so they are fitted on code records only."""
 
 
 def renamed(params: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, Any]:

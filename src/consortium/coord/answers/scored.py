@@ -4,14 +4,14 @@ fitted for the models asked so far gives its best answer at least `threshold`.""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from consortium.coord.answers.rules import Ask, Decision, Seen, Submit
-from consortium.coord.answers.scoring import best_candidate
+from consortium.coord.answers.scoring import best_candidate, candidate_features, probabilities
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,9 @@ class ScorerPick:
             return Ask(tuple((m, 0) for m in self.asked))
         chosen, p = best_candidate(seen, self.models, np.array(self.weights))
         return Submit(chosen, f"scored {p:.2f}")
+
+    def class_scores(self, seen: Sequence[Seen]) -> Mapping[int, float]:
+        return _class_scores(seen, self.models, self.weights)
 
     def params(self) -> dict[str, Any]:
         return {
@@ -62,6 +65,12 @@ class ScorerCascade:
                 return Submit(chosen, f"every stage asked (best {p:.2f})")
         return Ask(((self.order[asked], 0),))
 
+    def class_scores(self, seen: Sequence[Seen]) -> Mapping[int, float]:
+        """The scorer of the stage `seen` reached, on each answer class."""
+        if not seen:
+            return {}
+        return _class_scores(seen, self.models, self.scorers[min(len(seen), len(self.order)) - 1])
+
     def params(self) -> dict[str, Any]:
         return {
             "models": list(self.models),
@@ -72,3 +81,14 @@ class ScorerCascade:
 
     def asks(self) -> tuple[str, ...]:
         return self.order
+
+
+def _class_scores(
+    seen: Sequence[Seen], models: Sequence[str], weights: Sequence[float]
+) -> dict[int, float]:
+    """The scorer's probability of each answer class among `seen` (what the trace shows)."""
+    found, x = candidate_features(seen, models)
+    if not found:
+        return {}
+    p = probabilities(x, np.array(weights))
+    return {seen[i].answer_class: float(score) for i, score in zip(found, p, strict=True)}

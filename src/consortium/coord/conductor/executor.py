@@ -3,7 +3,10 @@
 Each worker gets the outputs its access list names as earlier chat turns (that step's subtask as
 the user turn, its output as the assistant turn), then its own subtask with the user's question.
 The last step's output is the answer. A recursive step hands its context to `recurse` (the
-conductor), which writes and runs an inner workflow; its answer is the step's output.
+conductor), which writes and runs an inner workflow; its answer is the step's output. A tool step
+(`coord.conductor.tools`) calls no model: it passes on the output of one step it sees, and its
+trace row (role `tool`, the tool's name as the model, 0 tokens, $0, the chosen step as its
+verdict) says which.
 """
 
 from __future__ import annotations
@@ -15,9 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from consortium.coord.conductor.selection import select_candidate
-from consortium.coord.conductor.workflow import Step, Workflow
+from consortium.coord.conductor.tool_steps import Candidate, choose
+from consortium.coord.conductor.tools import AnswerTools
+from consortium.coord.conductor.workflow import Step, Workflow, WorkflowModelError
 from consortium.core.types import Message, user
 from consortium.runtime.caller import TaskCaller
+from consortium.runtime.store_records import CallRecord
+from consortium.tasks.base import Task
 
 
 @dataclass
@@ -28,6 +35,10 @@ class StepResult:
     finished: float
     inner: WorkflowRun | None = None
     """The inner run of a recursive step."""
+    chosen: int | None = None
+    """A tool step: the index of the step whose output it passed on."""
+    reason: str = ""
+    """A tool step: why it chose that step."""
 
 
 @dataclass
@@ -40,7 +51,8 @@ class WorkflowRun:
     """The conductor's raw text, when a conductor wrote the workflow."""
     notes: list[str] = field(default_factory=list)
     selected: int | None = None
-    """When the last step is a judge: the index of the step whose output is the answer."""
+    """When the last step is a judge or a tool: the index of the model step whose output is
+    the answer (through tool steps that passed it on)."""
 
     @property
     def wall_time(self) -> float:
@@ -117,7 +129,8 @@ class WorkflowExecutor:
     the baseline of `bench/dag_efficiency.py`). `vary_seed` sends, as the request seed, how many
     earlier steps of the workflow went to the same model: repeated steps of one model are
     separate samples (0, 1, 2 …), and each model's first step asks for its first sample, which is
-    what a recorded pool with one sample per model holds.
+    what a recorded pool with one sample per model holds. `tools`: what tool steps read answers
+    with (answer kind, vote weights, the scorer `select` needs).
     """
 
     def __init__(
@@ -126,11 +139,13 @@ class WorkflowExecutor:
         attach_question: bool = True,
         sequential: bool = False,
         vary_seed: bool = True,
+        tools: AnswerTools | None = None,
         **params: Any,
     ) -> None:
         self.attach_question = attach_question
         self.sequential = sequential
         self.vary_seed = vary_seed
+        self.tools = tools or AnswerTools()
         self.params = params
 
     async def run(
@@ -139,15 +154,21 @@ class WorkflowExecutor:
         question: str,
         caller: TaskCaller,
         *,
+        task: Task | None = None,
         depth: int = 0,
         recurse: Recurse | None = None,
     ) -> WorkflowRun:
+        """`task`: the question's task, whose answer kind and options the tool steps read
+        answers by (without it: a bare task of `question`)."""
         results: dict[int, asyncio.Task[StepResult]] = {}
         repeats = _repeats(workflow)
+        asked = task or Task("", question, "", "")
 
         async def one(step: Step) -> StepResult:
             earlier = [await results[j] for j in step.visible]
             started = time.perf_counter()
+            if step.tool:
+                return await self._tool_step(step, earlier, asked, caller, depth, started)
             if step.recursive:
                 if recurse is None:
                     raise RuntimeError("a recursive step needs a conductor to recurse into")
@@ -183,7 +204,71 @@ class WorkflowExecutor:
         run = WorkflowRun(workflow, finished, answer, depth)
         if finished and finished[-1].step.selects:
             _apply_selection(run)
+        if finished and finished[-1].step.tool:
+            _note_tool_answer(run)
         return run
+
+    async def _tool_step(
+        self,
+        step: Step,
+        earlier: list[StepResult],
+        task: Task,
+        caller: TaskCaller,
+        depth: int,
+        started: float,
+    ) -> StepResult:
+        if step.model not in self.tools.available:
+            raise WorkflowModelError(
+                f"the tool {step.model!r} is not available (tools: "
+                f"{', '.join(self.tools.available)})",
+                step=step.index,
+                field="model_id",
+            )
+        candidates = [Candidate(r.step.model, r.output) for r in earlier]
+        choice = await choose(step.model, candidates, task, self.tools)
+        picked = earlier[choice.position]
+        result = StepResult(
+            step,
+            picked.output,
+            started,
+            time.perf_counter(),
+            chosen=picked.step.index,
+            reason=choice.reason,
+        )
+        messages = step_messages(step, earlier, task.question, attach_question=False)
+        await caller.run.trace(
+            CallRecord(
+                run_id=caller.run.run_id,
+                model=step.model,
+                messages=messages,
+                response=picked.output,
+                policy=caller.policy,
+                task_id=caller.task_id,
+                turn=step.index + 1,
+                role=role_at("tool", depth),
+                verdict=f"step {picked.step.index}",
+                latency=result.finished - started,
+            )
+        )
+        return result
+
+
+def _origin(run: WorkflowRun, index: int) -> int:
+    """The model step whose text step `index` carries (through tool steps passing it on)."""
+    result = run.steps[index]
+    while result.step.tool and result.chosen is not None:
+        result = run.steps[result.chosen]
+    return result.step.index
+
+
+def _note_tool_answer(run: WorkflowRun) -> None:
+    last = run.steps[-1]
+    assert last.chosen is not None
+    run.selected = _origin(run, last.step.index)
+    run.notes.append(
+        f"the {last.step.model} (step {last.step.index}) gave step {last.chosen}'s answer: "
+        f"{last.reason}"
+    )
 
 
 def _apply_selection(run: WorkflowRun) -> None:

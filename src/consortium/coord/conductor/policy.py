@@ -4,7 +4,9 @@ Any pool model can conduct, including a local transformers model (a pool entry w
 `backend = "local"`). With recursion on, the conductor is offered to itself as one more worker;
 an inner call sees the parent workflow and the outputs its step may see, and writes a new
 workflow or three empty lists (keep the previous answer). Depth and the number of conductor calls
-per task are capped; past a cap the previous answer passes through and the run notes it.
+per task are capped; past a cap the previous answer passes through and the run notes it. The
+tool steps the executor runs (`coord.conductor.tools`) are offered in the prompt and accepted by
+the parser alike.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from consortium.coord.conductor.executor import (
     role_at,
 )
 from consortium.coord.conductor.prompt import conductor_messages
+from consortium.coord.conductor.tools import refuse_tool_names
 from consortium.coord.conductor.workflow import Workflow, WorkflowError, parse_workflow
 from consortium.core.errors import CoordinatorError
 from consortium.core.types import Message, user
@@ -53,6 +56,7 @@ class ConductorCoordinator:
             raise CoordinatorError("the conductor needs at least one worker")
         if conductor in workers:
             raise CoordinatorError(f"{conductor!r} cannot be both the conductor and a worker")
+        refuse_tool_names([conductor, *workers])
         self.conductor = conductor
         self.workers = list(workers)
         self.strengths = dict(strengths or {})
@@ -77,6 +81,7 @@ class ConductorCoordinator:
             conductor=self.offered_self(depth),
             max_steps=self.max_steps,
             context=context,
+            tools=self.executor.tools.available,
         )
 
     async def write(
@@ -97,6 +102,7 @@ class ConductorCoordinator:
         caller: TaskCaller,
         calls: _Calls,
         context: RecursionRequest | None = None,
+        task: Task | None = None,
     ) -> WorkflowRun:
         depth = context.depth if context else 0
         if context is not None and calls.made >= self.max_conductor_calls:
@@ -112,6 +118,7 @@ class ConductorCoordinator:
                 conductor=self.offered_self(depth),
                 max_steps=self.max_steps,
                 allow_empty=context is not None,
+                tools=self.executor.tools.available,
             )
         except WorkflowError as error:
             if context is not None:
@@ -128,9 +135,11 @@ class ConductorCoordinator:
             return run
 
         async def recurse(request: RecursionRequest) -> WorkflowRun:
-            return await self.conduct(question, caller, calls, request)
+            return await self.conduct(question, caller, calls, request, task)
 
-        run = await self.executor.run(workflow, question, caller, depth=depth, recurse=recurse)
+        run = await self.executor.run(
+            workflow, question, caller, task=task, depth=depth, recurse=recurse
+        )
         run.text = text
         return run
 
@@ -142,7 +151,7 @@ class ConductorCoordinator:
 
     async def run(self, task: Task, caller: TaskCaller) -> Outcome:
         calls = _Calls()
-        run = await self.conduct(task.question, caller, calls)
+        run = await self.conduct(task.question, caller, calls, task=task)
         return Outcome(
             run.answer, workflow=run, conductor_calls=calls.made, notes=tuple(all_notes(run))
         )

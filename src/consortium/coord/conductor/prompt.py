@@ -1,4 +1,5 @@
-"""The conductor's prompt: the pool as "Model 0..k", the format, and four example workflows.
+"""The conductor's prompt: the pool as "Model 0..k", the tool workers it may use, the format,
+and four example workflows.
 
 The examples are deliberately outside the benchmarks' domains (the paper found out-of-domain
 few-shots best); they use a pool of their own and say so.
@@ -9,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from consortium.coord.conductor.executor import RecursionRequest
+from consortium.coord.conductor.tools import DESCRIPTIONS, WITHOUT_SCORER
 from consortium.core.types import Message, system, user
 
 EXAMPLES = (
@@ -64,12 +66,31 @@ def describe_workers(
     return "\n".join(lines)
 
 
+def describe_tools(tools: Sequence[str], n_workers: int) -> str:
+    """The tools as the prompt offers them, with an example over this prompt's own workers (""
+    when no tool is offered)."""
+    if not tools or n_workers < 1:
+        return ""
+    listed = "\n".join(f'- "{tool}": {DESCRIPTIONS[tool]}' for tool in tools)
+    first = tools[0]
+    ids = ", ".join(str(i % n_workers) for i in range(3))
+    return (
+        "\n\nTools: besides the models, a step may be one of these tools, written by name in "
+        "model_id. A tool calls no model and costs nothing: it returns, word for word, the answer "
+        "of one of the steps its access list names (at least one earlier step); its subtask is "
+        f'not used (write "").\n{listed}\n'
+        f'For example: model_id = [{ids}, "{first}"], subtasks = ["Solve it.", "Solve it.", '
+        f'"Solve it.", ""], access_list = [[], [], [], "all"].'
+    )
+
+
 def system_prompt(
     workers: Sequence[str],
     strengths: Mapping[str, str | None],
     *,
     conductor: str | None = None,
     max_steps: int = 5,
+    tools: Sequence[str] = WITHOUT_SCORER,
 ) -> str:
     examples = "\n\n".join(
         f"Example {n} (another pool: Model 0 strongest, Model 2 fastest)\nQuestion: {question}\n"
@@ -80,10 +101,11 @@ def system_prompt(
         "You are the Conductor of a team of language models. You do not answer questions "
         "yourself: you write a short workflow in which the team's models (the workers) answer "
         "them.\n\n"
-        f"The workers:\n{describe_workers(workers, strengths, conductor)}\n\n"
+        f"The workers:\n{describe_workers(workers, strengths, conductor)}"
+        f"{describe_tools(tools, len(workers))}\n\n"
         "Think briefly inside <think>…</think>, then write exactly three Python lists of equal "
         "length, one entry per step:\n"
-        "model_id = [...]     # the worker of each step, by number\n"
+        "model_id = [...]     # the worker of each step, by number (a tool by name)\n"
         "subtasks = [...]     # the instruction each worker gets (it also sees the question)\n"
         'access_list = [...]  # per step: "all" (every earlier step), [] (none) or a list of '
         "earlier step numbers whose instruction and answer the worker sees\n\n"
@@ -103,6 +125,7 @@ def conductor_messages(
     conductor: str | None = None,
     max_steps: int = 5,
     context: RecursionRequest | None = None,
+    tools: Sequence[str] = WITHOUT_SCORER,
 ) -> list[Message]:
     request = f"Question: {question}"
     if context is not None:
@@ -117,6 +140,8 @@ def conductor_messages(
             "answer."
         )
     return [
-        system(system_prompt(workers, strengths, conductor=conductor, max_steps=max_steps)),
+        system(
+            system_prompt(workers, strengths, conductor=conductor, max_steps=max_steps, tools=tools)
+        ),
         user(request),
     ]

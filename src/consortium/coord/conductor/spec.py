@@ -1,21 +1,39 @@
 """`--policy` specs of the workflow coordinators.
 
 - `conductor:NAME[:workers=a,b][:recursion=1][:max_depth=1][:max_calls=3][:max_steps=5]
-  [:fallback=MODEL]`: pool model NAME writes the workflows; the workers are the other pool
-  models unless `workers` lists them.
-- `workflow:KIND[:models=a,b,c]`: a baseline workflow (single, vote, moa, debate, reflect) over
-  the pool's models (all, in pool order, by default); the first model aggregates, judges or
-  reflects.
+  [:fallback=MODEL][:answers=KIND][:tools=FOLDER]`: pool model NAME writes the workflows; the
+  workers are the other pool models unless `workers` lists them. Its tool steps read answers as
+  `answers` says (number, latex, choice, date, code, text; default: each task's own kind);
+  `tools` names a trained answer policy folder whose per-model weights weigh the vote and whose
+  scorer (a `scorer` policy) makes the `select` tool available.
+- `workflow:KIND[:models=a,b,c]`: a baseline workflow (single, judge-vote, moa, debate,
+  reflect) over the pool's models (all, in pool order, by default); the first model aggregates,
+  judges or reflects.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import get_args
+
+from consortium.coord.conductor.executor import WorkflowExecutor
 from consortium.coord.conductor.policy import ConductorCoordinator
 from consortium.coord.conductor.templates import TEMPLATES, WorkflowCoordinator, template
-from consortium.core.errors import ConfigError
+from consortium.coord.conductor.tools import AnswerTools, Scorer
+from consortium.core.errors import ConfigError, UnknownModelError
 from consortium.pool.config import PoolConfig
+from consortium.records.schema import AnswerKind
 
-CONDUCTOR_KEYS = {"workers", "recursion", "max_depth", "max_calls", "max_steps", "fallback"}
+CONDUCTOR_KEYS = {
+    "workers",
+    "recursion",
+    "max_depth",
+    "max_calls",
+    "max_steps",
+    "fallback",
+    "answers",
+    "tools",
+}
 
 
 def _options(text: str, parts: list[str], allowed: set[str]) -> dict[str, str]:
@@ -47,6 +65,41 @@ def _models(config: PoolConfig, value: str | None, default: list[str]) -> list[s
     return names
 
 
+def answer_tools(text: str, options: dict[str, str], config: PoolConfig) -> AnswerTools:
+    """The tool steps' settings from `answers=KIND` and `tools=FOLDER`. The folder's models are
+    renamed to the pool's where the pool serves them; one it does not serve keeps its name (no
+    step of this pool is that model: its weight and scorer columns stay unused)."""
+    from consortium.coord.answers.folder import read_policy
+    from consortium.coord.registry import pool_name
+
+    def pooled(model: str) -> str:
+        try:
+            return pool_name(config, model)
+        except UnknownModelError:
+            return model
+
+    kinds: tuple[AnswerKind, ...] = get_args(AnswerKind)
+    given = options.get("answers")
+    kind: AnswerKind | None = None
+    if given is not None:
+        if given not in kinds:
+            raise ConfigError(f"--policy {text!r}: answers must be one of {', '.join(kinds)}")
+        kind = next(k for k in kinds if k == given)
+    folder = options.get("tools")
+    if folder is None:
+        return AnswerTools(kind)
+    policy = read_policy(Path(folder))
+    weights: dict[str, float] = {}
+    given_weights = policy.params.get("weights")
+    if isinstance(given_weights, dict):
+        weights = {pooled(str(m)): float(w) for m, w in given_weights.items()}
+    scorer = None
+    if policy.kind == "scorer":
+        models = tuple(pooled(str(m)) for m in policy.params["models"])
+        scorer = Scorer(models, tuple(float(w) for w in policy.params["weights"]))
+    return AnswerTools(kind or policy.answer_kind, weights, scorer)
+
+
 def conductor_from_spec(text: str, config: PoolConfig) -> ConductorCoordinator:
     _, name, *rest = text.split(":")
     conductor = config.get(name).name
@@ -66,6 +119,7 @@ def conductor_from_spec(text: str, config: PoolConfig) -> ConductorCoordinator:
         max_depth=_int(text, options, "max_depth", 1),
         max_conductor_calls=_int(text, options, "max_calls", 3),
         fallback=fallback,
+        executor=WorkflowExecutor(tools=answer_tools(text, options, config)),
         name=text,
     )
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from consortium.coord.base import Outcome
 from consortium.coord.conductor.executor import WorkflowExecutor
+from consortium.coord.conductor.tools import refuse_tool_names
 from consortium.coord.conductor.workflow import Access, Workflow, build
 from consortium.core.errors import CoordinatorError
 from consortium.runtime.caller import TaskCaller
@@ -114,24 +115,36 @@ class WorkflowCoordinator:
         self.workflow = workflow
         self.name = name
         self.executor = executor or WorkflowExecutor()
+        offered = self.executor.tools.available
+        for step in workflow.steps:
+            if step.tool and step.model not in offered:
+                raise CoordinatorError(
+                    f"workflow {name!r}: step {step.index} is the tool {step.model!r}, which "
+                    f"this executor does not run (tools: {', '.join(offered)}; select needs a "
+                    "scorer)"
+                )
 
     async def run(self, task: Task, caller: TaskCaller) -> Outcome:
-        run = await self.executor.run(self.workflow, task.question, caller)
+        run = await self.executor.run(self.workflow, task.question, caller, task=task)
         return Outcome(run.answer, workflow=run, notes=tuple(run.notes))
 
 
-TEMPLATES = ("single", "vote", "moa", "debate", "reflect")
+TEMPLATES = ("single", "judge-vote", "moa", "debate", "reflect")
+"""The baselines written as workflows. `judge-vote`: every model answers and the first, as
+judge, reports the majority answer (an LLM judge; not the weighted vote over extracted answers
+that `consortium train coordinator --kind vote` fits)."""
 
 
 def template(kind: str, models: Sequence[str]) -> Workflow:
     """A named baseline over `models` (the first is the aggregator, judge or reflector)."""
     if not models:
         raise CoordinatorError("a workflow template needs at least one model")
+    refuse_tool_names(models)
     lead = models[0]
     others = list(models[1:]) or [lead]
     if kind == "single":
         return single(lead)
-    if kind == "vote":
+    if kind == "judge-vote":
         return majority_vote(list(models), lead)
     if kind == "moa":
         return mixture_of_agents(others, lead)

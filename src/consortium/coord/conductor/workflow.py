@@ -8,9 +8,12 @@ access_list = [[], [], "all"]
 
 `model_id[i]` names the worker of step i ("Model 0..k" of the prompt, or a pool name),
 `subtasks[i]` is its instruction and `access_list[i]` says which earlier steps it sees: `"all"`,
-`[]` (none) or a list of earlier step indices. The lists are read with `ast.literal_eval` only:
-nothing in a model's text is ever executed. A `<think>…</think>` block before the lists is
-skipped. Every violation is a `WorkflowError` subclass naming the step and the field.
+`[]` (none) or a list of earlier step indices. A `model_id` entry may also name a tool
+(`"vote"`, `"check"`, `"select"`: `coord.conductor.tools`): a step that calls no model and passes
+on one of the answers it sees; it must see at least one earlier step, and its subtask is
+optional. The lists are read with `ast.literal_eval` only: nothing in a model's text is ever
+executed. A `<think>…</think>` block before the lists is skipped. Every violation is a
+`WorkflowError` subclass naming the step and the field.
 """
 
 from __future__ import annotations
@@ -21,6 +24,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from consortium.coord.conductor.tools import (
+    SUBTASKS,
+    TOOLS,
+    WITHOUT_SCORER,
+    refuse_tool_names,
+    tool_name,
+)
 from consortium.core.errors import CoordinatorError
 
 FIELDS = ("model_id", "subtasks", "access_list")
@@ -51,7 +61,8 @@ class WorkflowShapeError(WorkflowError):
 
 
 class WorkflowModelError(WorkflowError):
-    """A model id is not a worker of this pool (or the conductor, when recursion is off)."""
+    """A model id is not a worker of this pool (or the conductor, when recursion is off), nor a
+    tool this executor runs."""
 
 
 class WorkflowSubtaskError(WorkflowError):
@@ -59,20 +70,24 @@ class WorkflowSubtaskError(WorkflowError):
 
 
 class WorkflowAccessError(WorkflowError):
-    """An access entry is malformed or refers to the step itself or a later one."""
+    """An access entry is malformed or refers to the step itself or a later one, or a tool step
+    sees no earlier step."""
 
 
 @dataclass(frozen=True, slots=True)
 class Step:
     index: int
     model: str
-    """Pool name of the worker; the conductor's own name for a recursive step."""
+    """Pool name of the worker; the conductor's own name for a recursive step; the tool's name
+    for a tool step."""
     subtask: str
     access: Access
     recursive: bool = False
     selects: bool = False
     """A judge: the workflow's answer is the text of the step it picks among those it sees, not
     its own reply (`selection.select_candidate`)."""
+    tool: bool = False
+    """A tool step (`coord.conductor.tools`): no model call; its output is one visible step's."""
 
     @property
     def visible(self) -> tuple[int, ...]:
@@ -97,7 +112,10 @@ class Workflow:
 
     def to_text(self, roster: Sequence[str]) -> str:
         """The workflow in the conductor's format, model ids as indices into `roster`."""
-        ids = [len(roster) if s.recursive else roster.index(s.model) for s in self.steps]
+        ids: list[object] = [
+            s.model if s.tool else len(roster) if s.recursive else roster.index(s.model)
+            for s in self.steps
+        ]
         subtasks = [s.subtask for s in self.steps]
         access: list[object] = ["all" if s.access == "all" else list(s.access) for s in self.steps]
         return f"model_id = {ids!r}\nsubtasks = {subtasks!r}\naccess_list = {access!r}"
@@ -111,12 +129,17 @@ def build(
     recursive: str | None = None,
     last_selects: bool = False,
 ) -> Workflow:
-    """A workflow from Python values (templates, tests); checked like a parsed one.
+    """A workflow from Python values (templates, tests); checked like a parsed one. A model
+    named like a tool (`tools.TOOLS`) is that tool's step; its subtask may be empty.
     `last_selects`: the last step is a judge whose pick, not its reply, is the answer."""
     if not len(models) == len(subtasks) == len(access):
         raise WorkflowShapeError("models, subtasks and access differ in length")
     steps = []
     for index, (model, subtask, entry) in enumerate(zip(models, subtasks, access, strict=True)):
+        tool = tool_name(model)
+        if tool is not None:
+            steps.append(_tool_step(index, tool, subtask, _access(entry, index)))
+            continue
         steps.append(
             Step(
                 index,
@@ -128,6 +151,19 @@ def build(
             )
         )
     return Workflow(tuple(steps))
+
+
+def _tool_step(index: int, tool: str, subtask: object, access: Access) -> Step:
+    """A tool step, checked: it must see at least one earlier step."""
+    if access == () or (access == "all" and index == 0):
+        raise WorkflowAccessError(
+            f"the tool {tool!r} combines the answers of earlier steps, so its access list must "
+            "name at least one",
+            step=index,
+            field="access_list",
+        )
+    given = subtask.strip() if isinstance(subtask, str) else ""
+    return Step(index, tool, given or SUBTASKS[tool], access, tool=True)
 
 
 _THINK_END = re.compile(r"</think\s*>", re.IGNORECASE)
@@ -183,8 +219,27 @@ def _literal(source: str, name: str) -> list[object]:
     return value
 
 
+def _tool(value: object, index: int, tools: Sequence[str]) -> str | None:
+    """The tool a `model_id` entry names (None: it names no tool); a tool this executor does not
+    run is an error."""
+    if not isinstance(value, str):
+        return None
+    tool = tool_name(value)
+    if tool is None or tool in tools:
+        return tool
+    if tool == "select":
+        reason = "needs a learned answer scorer, and none was given"
+    else:
+        reason = "is not offered here"
+    raise WorkflowModelError(
+        f"the tool {tool!r} {reason} (tools: {', '.join(tools) or 'none'})",
+        step=index,
+        field="model_id",
+    )
+
+
 def _model(
-    value: object, index: int, roster: Sequence[str], conductor: str | None
+    value: object, index: int, roster: Sequence[str], conductor: str | None, tools: Sequence[str]
 ) -> tuple[str, bool]:
     """The step's model name, and whether it is the conductor itself (a recursive step)."""
     names = [*roster, conductor] if conductor is not None else list(roster)
@@ -204,8 +259,11 @@ def _model(
         if value == conductor:
             return value, True
         recursion = " (recursion is off)" if conductor is None else ""
+        offered = f" nor a tool ({', '.join(tools)})" if tools else ""
         raise WorkflowModelError(
-            f"{value!r} is not a worker of this pool{recursion}", step=index, field="model_id"
+            f"{value!r} is not a worker of this pool{recursion}{offered}",
+            step=index,
+            field="model_id",
         )
     raise WorkflowModelError(
         f"expected a model index or name, got {type(value).__name__}", step=index, field="model_id"
@@ -260,13 +318,20 @@ def parse_workflow(
     conductor: str | None = None,
     max_steps: int = 5,
     allow_empty: bool = False,
+    tools: Sequence[str] = WITHOUT_SCORER,
 ) -> Workflow:
     """The workflow in a conductor's `text`, with `roster[i]` as "Model i".
 
     `conductor`: the conductor's own name, selectable as model `len(roster)` (recursion); None
     turns recursion off. `allow_empty`: three empty lists are a valid workflow (an inner
-    recursive call passing the previous answer through).
+    recursive call passing the previous answer through). `tools`: the tool steps the executor
+    runs (`AnswerTools.available`; `select` only with a scorer). A roster with a tool's name
+    is refused (`CoordinatorError`): tool names are reserved.
     """
+    refuse_tool_names(roster)
+    unknown = [t for t in tools if t not in TOOLS]
+    if unknown:
+        raise CoordinatorError(f"unknown workflow tool {unknown[0]!r}; known: {', '.join(TOOLS)}")
     body = _body(text)
     values = {name: _literal(_list_source(body, name), name) for name in FIELDS}
     lengths = {name: len(value) for name, value in values.items()}
@@ -280,7 +345,12 @@ def parse_workflow(
         raise WorkflowShapeError(f"{count} steps; at most {max_steps} are allowed")
     steps: list[Step] = []
     for index in range(count):
-        model, recursive = _model(values["model_id"][index], index, roster, conductor)
+        tool = _tool(values["model_id"][index], index, tools)
+        if tool is not None:
+            access = _access(values["access_list"][index], index)
+            steps.append(_tool_step(index, tool, values["subtasks"][index], access))
+            continue
+        model, recursive = _model(values["model_id"][index], index, roster, conductor, tools)
         subtask = values["subtasks"][index]
         if not isinstance(subtask, str) or not subtask.strip():
             raise WorkflowSubtaskError(

@@ -1,5 +1,6 @@
-"""The main job on the embedded default: the replay pool, every single model, a random router and
-the per-question-best oracle on the recorded test splits, as one table per recorded source."""
+"""Routing on the scores-only replay of RouterDC's data: the question-only TRINITY router, the
+baselines written as workflows, every single model, a random router and the per-question-best
+oracle on the recorded test splits, as one table per recorded source (`make routing-demo`)."""
 
 from __future__ import annotations
 
@@ -9,21 +10,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import Progress
-from rich.table import Table
 
 from consortium.coord.base import Coordinator
 from consortium.coord.baselines import RandomRouter, SingleModel
 from consortium.coord.conductor.templates import WorkflowCoordinator, template
 from consortium.coord.trinity.policy import default_encoder, load_policy
-from consortium.coordinate.headline import (
-    COLUMNS,
-    Headline,
-    cells,
-    headline_markdown,
-    headline_of_folder,
-)
 from consortium.core.progress import task_progress
 from consortium.evaluation.entry import EvalConfig, run_evaluation
 from consortium.evaluation.results import ORACLE, EvalReport, TaskResult
@@ -126,7 +118,7 @@ def short_label(policy: str, width: int = 40) -> str:
     return policy if len(policy) <= width else policy[: width - 1] + "…"
 
 
-DEMO_WORKFLOWS = ("vote", "moa", "debate", "reflect")
+DEMO_WORKFLOWS = ("judge-vote", "moa", "debate", "reflect")
 
 
 def demo_workflows(data: ReplayData) -> list[WorkflowCoordinator]:
@@ -176,7 +168,7 @@ def trinity_policy(
     return load_policy(policy)
 
 
-def run_demo(
+def run_routing_demo(
     data_dir: Path,
     *,
     traces: str,
@@ -187,13 +179,9 @@ def run_demo(
     console: Console | None = None,
     policy: Path | None = None,
     workflows: bool = True,
-    records: Sequence[Path] = (),
-    records_cache: Path | None = None,
 ) -> list[EvalReport]:
     console = console or Console()
     data = load_replay(data_dir)
-    # first, so that a bad records folder stops the demo before its minutes of replay
-    headlines = [headline_of_folder(folder, records_cache) for folder in records]
     reports: list[EvalReport] = []
     with ReplayServerProcess(data_dir, "--seed", str(seed)) as server:
         console.print(f"replay server on {server.base_url}")
@@ -221,34 +209,18 @@ def run_demo(
                         extra=extra if source == "split2" else (),
                     )
                 )
-    # as in the file: the answer-aware team first, then the replay tables
-    for result in headlines:
-        console.print(_headline_table(result))
     for report in reports:
         console.print(to_rich(report, title=report.tasks))
         console.print(f"[dim]traces: consortium traces show {report.run_id}[/dim]")
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        text = "# Consortium demo\n\nMade by `make demo` (`consortium demo`).\n\n"
+        text = "# Routing on the scores-only replay\n\nMade by `make routing-demo` "
+        text += "(`consortium routing-demo`).\n\n"
         # No run ids in the file: rerunning the demo rewrites it byte for byte.
         sections = [to_markdown(replace(r, run_id="")) for r in reports]
-        text += "".join(f"{headline_markdown(result)}\n" for result in headlines)
         text += "\n".join(
             f"## {r.tasks}\n\n{section}" for r, section in zip(reports, sections, strict=True)
         )
         out.write_text(text, encoding="utf-8")
         console.print(f"wrote {out}")
     return reports
-
-
-def _headline_table(result: Headline) -> Table:
-    table = Table(
-        title=f"{result.dataset}: answer-aware team on recorded outputs "
-        f"({result.test_questions} test questions; replay, in process)"
-    )
-    for column in COLUMNS:
-        table.add_column(column, justify="left" if column == "policy" else "right")
-    for row in result.rows:
-        policy, *figures = cells(row)
-        table.add_row(escape(policy), *figures)  # "[all 3 models, …]" is not markup
-    return table

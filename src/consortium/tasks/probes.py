@@ -9,8 +9,8 @@ from __future__ import annotations
 import ast
 from contextlib import suppress
 
-from consortium.coordinate.docstring_examples import docstring_examples
 from consortium.tasks.code import entry_point
+from consortium.tasks.docstring_examples import docstring_examples
 
 PROBE_LIMIT = 24
 """At most this many probe calls per task (the examples' own calls are not probes)."""

@@ -1,7 +1,7 @@
 """The code Verifier's check and the code answers' agreement: run a candidate program on the
 examples written in its task's docstring (never the hidden tests) in the sandbox. A program passes
 when every example gives the documented value; its behaviour signature (what each example and
-each probe call returned, consortium.coordinate.probes) decides which programs agree."""
+each probe call returned, consortium.tasks.probes) decides which programs agree."""
 
 from __future__ import annotations
 
@@ -11,13 +11,14 @@ import re
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from consortium.coordinate.docstring_examples import docstring_examples
-from consortium.coordinate.probes import probe_calls, varied_calls
 from consortium.sandbox.runner import Sandbox
 from consortium.tasks.code import entry_point, extract_code
+from consortium.tasks.docstring_examples import docstring_examples
+from consortium.tasks.probes import probe_calls, varied_calls
 
 _MARK = "@@examples@@"
 _PROBE_MARK = "@@probes@@"
@@ -25,6 +26,10 @@ PROBE_CPU_SECONDS = 0.5
 """CPU time one probe call may take before it counts as `<TimeoutError>`."""
 PROBES_CPU_SECONDS = 3.0
 """CPU time all probes of a program may take; later probes count as `<skipped>`."""
+FAILED_TO_RUN = "<failed to run>"
+"""The signature of a program whose examples' line never came back (it did not run)."""
+NO_EXAMPLES = "[]"
+"""The signature where the prompt has no docstring example to run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +127,7 @@ def _run_check(sandbox: Sandbox, program: str) -> CheckResult:
     lines = sandbox.run_python(program).stdout.splitlines()
     examples = _marked(lines, _MARK)
     if examples is None:
-        return CheckResult(False, "<failed to run>")
+        return CheckResult(False, FAILED_TO_RUN)
     probed = _marked(lines, _PROBE_MARK)
     signature = [got for got, _ in examples]
     if probed is not None:
@@ -139,6 +144,35 @@ def _marked(lines: list[str], mark: str) -> list[Any] | None:
             found: list[Any] = json.loads(line[len(mark) :])
             return found
     return None
+
+
+def behaviour_key(signature: str, program: str) -> str | None:
+    """What decides a program's agreement within its question: its behaviour signature; with no
+    docstring example, its text (only identical programs agree); None (no answer) when it did
+    not run."""
+    if signature == NO_EXAMPLES:
+        return "text:" + program
+    if signature == FAILED_TO_RUN:
+        return None
+    return signature
+
+
+@lru_cache(maxsize=1)
+def _shared_sandbox() -> Sandbox:
+    return Sandbox()
+
+
+@lru_cache(maxsize=4096)
+def _checked(program: str) -> CheckResult:
+    return _run_check(_shared_sandbox(), program)
+
+
+def check_reply(prompt: str, response: str) -> CheckResult:
+    """One reply's program checked as `check_all` checks it (a live policy's check); blocking (a
+    sandbox run), so an event loop calls it in a thread. Recent programs are remembered in this
+    process: a policy that meets the same program again (another sample, another policy in the
+    same evaluation) does not run it twice."""
+    return _checked(check_program(prompt, extract_code(response)))
 
 
 def check_all(

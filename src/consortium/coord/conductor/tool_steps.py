@@ -1,0 +1,128 @@
+"""Running a tool step: read the answers of the steps it sees as the answer kind's reader does,
+classify them by the kind's agreement key, and pick one by the tool's rule — the same rules the
+answer-aware policies play (`coord.answers`). No model is called.
+
+Reading is the live answer-aware policies' (`coord.answers.reading.ReplyReader`): numbers, LaTeX,
+dates and letters by the graders' extractors; a program checked and compared by its behaviour on
+its prompt's docstring examples in the sandbox. Free text, which no grader reads, by its stated
+final answer (`core.answers.final_answer`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from consortium.coord.answers.classes import AnswerClasses
+from consortium.coord.answers.keys import text_key
+from consortium.coord.answers.programs import passed
+from consortium.coord.answers.reading import Reading, ReplyReader
+from consortium.coord.answers.rules import NO_ANSWER, Seen, weighted_plurality
+from consortium.coord.answers.scoring import best_candidate
+from consortium.coord.conductor.tools import AnswerTools
+from consortium.core.answers import final_answer
+from consortium.records.errors import RecordsError
+from consortium.records.schema import DATASET_KINDS, AnswerKind
+from consortium.records.store import folder_answer_kind
+from consortium.tasks.base import Task
+
+
+def answer_kind_of(task: Task) -> AnswerKind:
+    """The answer kind of a task: its records folder's (a `records:` task), code for a task
+    with tests, the built-in task set's, a task with lettered options' choice; else text."""
+    folder = task.meta.get("records")
+    if isinstance(folder, str):
+        try:
+            return folder_answer_kind(folder)
+        except (RecordsError, OSError, ValueError):
+            pass
+    if task.meta.get("format") in ("humaneval", "mbpp"):
+        return "code"
+    if task.dataset in DATASET_KINDS:
+        return DATASET_KINDS[task.dataset]
+    return "choice" if task.meta.get("letters") else "text"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One step a tool sees: its model (the tool's name for a tool step) and its output."""
+
+    model: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolChoice:
+    position: int
+    """Which of the candidates, in the order given, is passed on."""
+    reason: str
+
+
+async def read_candidates(
+    candidates: Sequence[Candidate], task: Task, kind: AnswerKind
+) -> list[Seen]:
+    """The candidates as an answer-aware rule sees them: model, sample, agreement class and, for
+    programs, whether each passed its check."""
+    texts = [c.text for c in candidates]
+    if kind == "text":  # no grader reads free text: its stated final answer
+        readings = [Reading(final_answer(t) or None) for t in texts]
+        classes = AnswerClasses(text_key)
+    else:
+        reader = ReplyReader(kind)
+        readings = await reader.read_all(task, texts)
+        classes = AnswerClasses(reader.key, reader.same)
+    samples: dict[str, int] = {}
+    seen = []
+    for candidate, reading in zip(candidates, readings, strict=True):
+        k = samples.get(candidate.model, 0)
+        samples[candidate.model] = k + 1
+        answer_class = classes.add(reading.answer)
+        seen.append(Seen(candidate.model, k, answer_class, checked=reading.checked))
+    return seen
+
+
+def vote(seen: Sequence[Seen], tools: AnswerTools) -> ToolChoice:
+    weights = dict(tools.weights) or {s.model: 1.0 for s in seen}
+    chosen = weighted_plurality(seen, weights)
+    position = 0 if chosen is None else chosen
+    winner = seen[position].answer_class
+    if winner == NO_ANSWER:
+        return ToolChoice(position, "no answer could be read: the first step it sees")
+    agreeing = sum(s.answer_class == winner for s in seen)
+    weighted = "weighted " if tools.weights else ""
+    return ToolChoice(position, f"{weighted}vote: {agreeing} of {len(seen)} answers agree")
+
+
+def check(seen: Sequence[Seen]) -> ToolChoice:
+    """The first answer that passes its check; when none does, the first step it sees."""
+    passing = [i for i, entry in enumerate(seen) if passed(entry)]
+    if not passing:
+        return ToolChoice(0, "none passed its check: the first step it sees")
+    return ToolChoice(passing[0], f"{len(passing)} of {len(seen)} passed: the first of them")
+
+
+def select(seen: Sequence[Seen], tools: AnswerTools) -> ToolChoice:
+    if tools.scorer is None:
+        raise ValueError("select needs a scorer")
+    scorer = tools.scorer
+    chosen, p = best_candidate(seen, scorer.models, np.array(scorer.weights))
+    if chosen is None:
+        return ToolChoice(0, "no answer could be read: the first step it sees")
+    return ToolChoice(chosen, f"scored {p:.2f}")
+
+
+async def choose(
+    tool: str, candidates: Sequence[Candidate], task: Task, tools: AnswerTools
+) -> ToolChoice:
+    """The candidate `tool` passes on, and why."""
+    kind = tools.answer_kind or answer_kind_of(task)
+    seen = await read_candidates(candidates, task, kind)
+    if tool == "vote":
+        return vote(seen, tools)
+    if tool == "check":
+        return check(seen)
+    if tool == "select":
+        return select(seen, tools)
+    raise ValueError(f"unknown tool {tool!r}")

@@ -1,0 +1,63 @@
+"""`--kind auto`: every answer-aware kind that fits a records folder, fitted on its train split,
+and the one with the best train accuracy kept (ties: the cheaper on train). The test split plays
+no part in the choice, so the kept policy's test figure is an honest estimate."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from consortium.coord.answers.folder import AnswerPolicy
+from consortium.coord.answers.kinds import CHECKED_KINDS, RULE_KINDS
+from consortium.coordinate.fit_policy import fit_answer_policy
+from consortium.core.costs import CostMeasure
+from consortium.core.errors import ConfigError
+from consortium.records.store import load_records
+
+AUTO = "auto"
+"""The kinds `auto` tries: every rule kind that applies to the records' answer kind. TRINITY is
+left out: its head trains for minutes, the rules in seconds."""
+
+
+def candidate_kinds(answer_kind: str) -> tuple[str, ...]:
+    return tuple(k for k in RULE_KINDS if answer_kind == "code" or k not in CHECKED_KINDS)
+
+
+def fit_best_kind(
+    records_folder: Path,
+    *,
+    lam: float = 0.0,
+    cost: CostMeasure = "usd",
+    created_by: str = "consortium",
+    cache_dir: Path | None = None,
+    say: Callable[[str], None] = lambda line: None,
+) -> AnswerPolicy:
+    """The best of every applicable kind by train accuracy (ties within a thousandth of a point:
+    the lower train $ a question), its selection naming each candidate's train figure."""
+    answer_kind = load_records(records_folder).manifest.answer_kind
+    fitted: list[AnswerPolicy] = []
+    skipped: list[str] = []
+    for kind in candidate_kinds(answer_kind):
+        try:
+            policy = fit_answer_policy(
+                kind, records_folder, lam=lam, cost=cost, created_by=created_by, cache_dir=cache_dir
+            )
+        except ConfigError as error:  # a kind this pool cannot form (e.g. no cheaper model)
+            skipped.append(f"{kind} ({error})")
+            say(f"{kind}: left out: {error}")
+            continue
+        say(f"{kind}: train {policy.train.accuracy:.2f} %, ${policy.train.usd_per_question:.5f}")
+        fitted.append(policy)
+    if not fitted:
+        raise ConfigError(f"{records_folder}: no answer-aware kind fits: {'; '.join(skipped)}")
+    best = min(
+        fitted, key=lambda p: (-round(p.train.accuracy, 3), p.train.usd_per_question, p.kind)
+    )
+    tried = ", ".join(f"{p.kind} {p.train.accuracy:.2f}" for p in fitted)
+    selection = (
+        f"auto: the kind with the best train accuracy, ties to the cheaper on train "
+        f"(tried {tried}{'; left out ' + '; '.join(skipped) if skipped else ''}); "
+        f"{best.kind}: {best.selection}"
+    )
+    dataset = best.name.split(":", 1)[1]
+    return best.model_copy(update={"selection": selection, "name": f"auto-{best.kind}:{dataset}"})
