@@ -81,6 +81,9 @@ real: install
 real-conductor: install
 	HF_HUB_OFFLINE=1 $(BIN)/python scripts/conductor_report.py --benchmarks $(BENCHMARKS)
 
+conductor-adaptive: install
+	HF_HUB_OFFLINE=1 $(BIN)/python scripts/conductor_adaptive.py --work .consortium/conductor-adaptive
+
 evolve: install
 	$(BIN)/python scripts/evolve_report.py --data $(REPLAY_DATA)
 

@@ -26,8 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from consortium.coord.answers.folder import load_answer_policy, write_policy
-from consortium.coord.answers.kinds import RULE_KINDS
-from consortium.coordinate.fit_policy import fit_answer_policy
 from consortium.core.errors import AgentError
 from consortium.core.types import Completion, Usage
 from consortium.evaluation.entry import EvalConfig, run_evaluation
@@ -35,6 +33,8 @@ from consortium.records.split import split_of
 from consortium.records.store import load_records
 from consortium.replay.launch import ReplayServerProcess
 from consortium.tasks.base import Task
+from consortium.train.answer_policy import fit_answer_policy
+from consortium.train.best_kind import candidate_kinds
 
 
 class RecordedCaller:
@@ -68,7 +68,7 @@ def overhead(folder: Path, rounds: int) -> list[tuple[str, float, float]]:
     caller = RecordedCaller(samples)
     figures = []
     with tempfile.TemporaryDirectory() as scratch:
-        for kind in RULE_KINDS:
+        for kind in candidate_kinds(records.manifest.answer_kind):
             write_policy(Path(scratch) / kind, fit_answer_policy(kind, folder))
             coordinator = load_answer_policy(Path(scratch) / kind)
             times: list[float] = []
@@ -94,7 +94,8 @@ def faults(folder: Path, rate: float) -> list[tuple[str, int, int, int, int]]:
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         policies = []
-        for kind in RULE_KINDS:
+        kinds = candidate_kinds(load_records(folder).manifest.answer_kind)
+        for kind in kinds:
             write_policy(root / kind, fit_answer_policy(kind, folder))
             policies.append(str(root / kind))
         runs = []
@@ -116,7 +117,7 @@ def faults(folder: Path, rate: float) -> list[tuple[str, int, int, int, int]]:
                     )
                 )
         clean, faulty = runs
-        for kind, name in zip(RULE_KINDS, clean.per_policy, strict=True):
+        for kind, name in zip(kinds, clean.per_policy, strict=True):
             before = {r.task.id: r for r in clean.per_policy[name]}
             noted = silent = lost = 0
             for result in faulty.per_policy[name]:

@@ -17,9 +17,10 @@ import tempfile
 from pathlib import Path
 
 from consortium.pool.config import dump_pool
+from consortium.records.names import short_name
 from consortium.replay.data import load_replay
 from consortium.replay.launch import ReplayServerProcess
-from consortium.replay.pool import replay_pool, short_name
+from consortium.replay.pool import replay_pool
 from consortium.runtime.launch import ChildServer
 from load_driver import measure
 

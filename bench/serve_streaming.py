@@ -21,9 +21,10 @@ from pathlib import Path
 import httpx
 
 from consortium.pool.config import dump_pool
+from consortium.records.names import short_name
 from consortium.replay.data import load_replay
 from consortium.replay.launch import ReplayServerProcess
-from consortium.replay.pool import replay_pool, short_name
+from consortium.replay.pool import replay_pool
 from consortium.runtime.launch import ChildServer
 
 

@@ -77,6 +77,30 @@ def checkout_state() -> dict[str, object]:
     return state
 
 
+LONGEST_FIRST = (
+    "test_demo.py",
+    "test_own_endpoints.py",
+    "test_real_models.py",
+    "test_readme.py",
+    "test_records_loop.py",
+)
+"""The files with the longest runs in `make test`'s durations table (minutes each on 2 cores)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest files first, then the other files with a slow test, then the rest (a stable
+    sort): under `-n 2 --dist loadfile` each worker takes whole files in this order, so the long
+    ones start at once instead of leaving one worker alone at the end of the run."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+
+    def rank(item: pytest.Item) -> tuple[int, bool]:
+        name = item.path.name
+        longest = LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+        return longest, item.path not in slow
+
+    items.sort(key=rank)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def checkout_unchanged() -> Iterator[None]:
     """Tests never write the checkout's files: a session (or, under pytest-xdist, each worker's
@@ -112,6 +136,25 @@ def real() -> Path:
     if not (path / "rereading").is_dir():
         pytest.fail(f"real recorded outputs not found at {path}; set CONSORTIUM_REAL_OUTPUTS")
     return path
+
+
+RECORDS_SUBSET = 60
+"""Questions per data set in `small_records`: enough for both splits, seconds to import."""
+
+
+@pytest.fixture(scope="session")
+def small_records(real: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The first 60 questions of GSM8K, MATH, HumanEval and DATE, imported from the real
+    recorded outputs into a temporary folder (a fresh clone has no `records/`)."""
+    from consortium.records import write_records
+    from consortium.records.corpora import import_corpus
+
+    root = tmp_path_factory.mktemp("small-records")
+    folders = {}
+    for name in ("gsm8k", "math", "humaneval", "date"):
+        manifest, rows = import_corpus(name, real, limit=RECORDS_SUBSET)
+        folders[name] = write_records(root / name, manifest, rows).folder
+    return folders
 
 
 @pytest.fixture(scope="session")

@@ -18,20 +18,20 @@ import pytest
 
 from consortium.coord.answers.classes import NO_ANSWER
 from consortium.coord.answers.keys import agreement_for
-from consortium.coordinate import baselines
-from consortium.coordinate.episodes import VERIFIER, WORKER, Episodes
-from consortium.coordinate.outcomes import OutcomeTable, build_table, classes_of
-from consortium.coordinate.pipeline import READING, run_dataset
-from consortium.coordinate.report import target_lines
-from consortium.coordinate.runs import train_accuracy, vote
-from consortium.coordinate.scorer import full_cascade_family
-from consortium.coordinate.selection import select_cheap
-from consortium.coordinate.tables import outcome_table
-from consortium.coordinate.training import Budget, run_head, train_head
-from consortium.coordinate.transcript_text import transcript_text
+from consortium.evaluation.recorded import baselines
+from consortium.evaluation.recorded.episodes import VERIFIER, WORKER, Episodes
+from consortium.evaluation.recorded.outcomes import OutcomeTable, build_table, classes_of
+from consortium.evaluation.recorded.runs import train_accuracy, vote
+from consortium.evaluation.recorded.scorer import full_cascade_family
+from consortium.evaluation.recorded.selection import select_cheap
+from consortium.evaluation.recorded.tables import outcome_table
+from consortium.evaluation.recorded.transcript_text import transcript_text
 from consortium.records import load_records, write_records
 from consortium.tasks.code_checks import CheckResult, check_all
 from consortium.tasks.docstring_examples import docstring_examples
+from consortium.train.coordination_report.pipeline import READING, run_dataset
+from consortium.train.coordination_report.report import target_lines
+from consortium.train.recorded_turns import Budget, run_head, train_head
 from tests.toy_records import COSTS, MODELS, output_row, toy_manifest, toy_rows
 
 

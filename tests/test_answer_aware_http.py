@@ -12,10 +12,10 @@ import httpx
 import numpy as np
 import pytest
 
-from consortium.coordinate.episodes import VERIFIER, WORKER, Episodes
-from consortium.coordinate.head import n_weights, rollout
-from consortium.coordinate.http_replay import run_over_http
-from consortium.coordinate.tables import outcome_table
+from consortium.evaluation.recorded.episodes import VERIFIER, WORKER, Episodes
+from consortium.evaluation.recorded.head import n_weights, rollout
+from consortium.evaluation.recorded.http_replay import run_over_http
+from consortium.evaluation.recorded.tables import outcome_table
 from consortium.records import OutputRow, load_records, write_records
 from consortium.records.layouts import import_files
 from consortium.replay.launch import ReplayServerProcess

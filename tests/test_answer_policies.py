@@ -15,15 +15,15 @@ import pytest
 from consortium.coord.answers.folder import load_answer_policy, read_policy, write_policy
 from consortium.coord.answers.kinds import CHECKED_KINDS, RULE_KINDS
 from consortium.coord.registry import pool_name
-from consortium.coordinate.fit_policy import fit_answer_policy
-from consortium.coordinate.rule_runs import answer_of, play
-from consortium.coordinate.tables import outcome_table
 from consortium.core.errors import ConfigError
 from consortium.evaluation.entry import EvalConfig, run_evaluation
+from consortium.evaluation.recorded.rule_runs import answer_of, play
+from consortium.evaluation.recorded.tables import outcome_table
 from consortium.records import load_records, write_records
 from consortium.records.build import build_dataset
 from consortium.records.corpora import RECIPES, import_corpus
 from consortium.replay.launch import ReplayServerProcess
+from consortium.train.answer_policy import fit_answer_policy
 from tests.test_cli import cli
 
 QUESTIONS = 120
@@ -54,6 +54,7 @@ def folders(real: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, P
     return made
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dataset", ["gsm8k", "math", "date", "rb_arc_challenge", "humaneval"])
 def test_every_kind_live_over_http_equals_the_records_runner_per_question(
     folders: dict[str, Path], dataset: str, tmp_path: Path

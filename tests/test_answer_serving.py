@@ -25,7 +25,6 @@ from consortium.coord.answers.rules import (
     WeightedVote,
 )
 from consortium.coord.answers.stages import budget_stop, played_out
-from consortium.coordinate.fit_policy import fit_answer_policy
 from consortium.core.errors import ConfigError
 from consortium.core.tokens import estimate_tokens
 from consortium.evaluation.entry import EvalConfig, run_evaluation
@@ -35,6 +34,7 @@ from consortium.records.corpora import import_corpus
 from consortium.replay.launch import ReplayServerProcess
 from consortium.runtime.store import TraceStore
 from consortium.runtime.store_records import StageRecord
+from consortium.train.answer_policy import fit_answer_policy
 from consortium.viewer.app import TraceViewer
 from tests.test_cli import cli, one_line_error
 from tests.test_serve import serving

@@ -164,6 +164,7 @@ def test_ask_traces_and_export_keep_the_key_out(
     assert PLANTED_KEY.encode() not in written
 
 
+@pytest.mark.slow
 def test_errors_are_one_clear_line(pool_file: Path, tmp_path: Path, replay_dir: Path) -> None:
     env = {
         "CONSORTIUM_PLANTED_KEY": PLANTED_KEY,

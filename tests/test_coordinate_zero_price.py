@@ -12,18 +12,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from consortium.coordinate.command import CoordinationRequest, run_coordination
-from consortium.coordinate.cost_measure import in_measure
-from consortium.coordinate.fit_policy import fit_answer_policy
-from consortium.coordinate.pipeline import UNTOLD, run_dataset
-from consortium.coordinate.report import dataset_summary, markdown
-from consortium.coordinate.runs import PolicyRun
-from consortium.coordinate.selection import TIE, ties, untold, untold_on_cost
-from consortium.coordinate.tables import outcome_table
-from consortium.coordinate.training import Budget
 from consortium.core.errors import ConfigError
+from consortium.evaluation.recorded.cost_measure import in_measure
+from consortium.evaluation.recorded.runs import PolicyRun
+from consortium.evaluation.recorded.selection import TIE, ties, untold, untold_on_cost
+from consortium.evaluation.recorded.tables import outcome_table
 from consortium.records import OutputRow, load_records, write_records
 from consortium.records.errors import RecordsError
+from consortium.train.answer_policy import fit_answer_policy
+from consortium.train.coordination_report.command import CoordinationRequest, run_coordination
+from consortium.train.coordination_report.pipeline import UNTOLD, run_dataset
+from consortium.train.coordination_report.report import dataset_summary, markdown
+from consortium.train.recorded_turns import Budget
 from tests.test_cli import cli, one_line_error
 from tests.toy_records import output_row, toy_manifest, toy_rows
 

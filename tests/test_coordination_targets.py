@@ -10,14 +10,18 @@ import numpy as np
 import pytest
 
 from consortium.coord.answers.keys import agreement_for
-from consortium.coordinate import baselines
-from consortium.coordinate.outcomes import OutcomeTable, Verdicts, build_table
-from consortium.coordinate.pipeline import DatasetResult
-from consortium.coordinate.report import declared, group_lines
-from consortium.coordinate.selection import Interval, paired_bootstrap, paired_bootstrap_mean
-from consortium.coordinate.targets import GroupTarget, group_summary
+from consortium.evaluation.recorded import baselines
+from consortium.evaluation.recorded.outcomes import OutcomeTable, Verdicts, build_table
+from consortium.evaluation.recorded.selection import (
+    Interval,
+    paired_bootstrap,
+    paired_bootstrap_mean,
+)
 from consortium.records import load_records, write_records
 from consortium.records.errors import RecordsError
+from consortium.train.coordination_report.pipeline import DatasetResult
+from consortium.train.coordination_report.report import declared, group_lines
+from consortium.train.coordination_report.targets import GroupTarget, group_summary
 from tests.toy_records import MODELS, output_row, toy_manifest
 
 

@@ -19,8 +19,6 @@ import pytest
 from rich.console import Console
 
 from consortium.coord.answers.folder import write_policy
-from consortium.coordinate.best_kind import fit_best_kind
-from consortium.coordinate.fit_policy import fit_answer_policy
 from consortium.core.errors import ConfigError
 from consortium.demo.routing import demo_workflows, run_routing_demo
 from consortium.demo.teams import run_team_demo
@@ -28,6 +26,8 @@ from consortium.evaluation.results import ORACLE
 from consortium.records import write_records
 from consortium.replay.data import load_replay
 from consortium.runtime.store import TraceStore
+from consortium.train.answer_policy import fit_answer_policy
+from consortium.train.best_kind import fit_best_kind
 from tests.toy_records import toy_manifest, toy_rows
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -415,6 +415,7 @@ async def test_resume_does_not_redo_finished_rounds(
     )
 
 
+@pytest.mark.slow
 def test_evolve_command_killed_and_resumed(
     pool_config: PoolConfig, replay_dir: Path, tmp_path: Path
 ) -> None:

@@ -15,7 +15,6 @@ import pytest
 
 from consortium.coord.answers.folder import load_answer_policy, read_policy, write_policy
 from consortium.coord.registry import build_coordinator
-from consortium.coordinate.fit_policy import fit_answer_policy
 from consortium.evaluation.results import TaskResult
 from consortium.evolve.answer_aware import AnswerAware
 from consortium.evolve.answer_samples import answer_kind, live_samples
@@ -37,8 +36,11 @@ from consortium.runtime.store import TraceStore
 from consortium.tasks.base import Task
 from consortium.tasks.math import MathGrader
 from consortium.tasks.registry import load_task_set
+from consortium.train.answer_policy import fit_answer_policy
 from tests.test_cli import cli
 from tests.test_serve import serving
+
+pytestmark = pytest.mark.slow  # servers and records imports: tens of seconds
 
 QUESTIONS = 40
 """DATE: gpt-4 (3 samples recorded), gpt-3.5-turbo and Llama-2-13B (20 each)."""

@@ -12,8 +12,8 @@ import pytest
 from consortium.coord.conductor.policy import ConductorCoordinator
 from consortium.pool import Pool
 from consortium.pool.config import PoolConfig, parse_pool
+from consortium.records.names import short_name
 from consortium.replay.data import ReplayData
-from consortium.replay.pool import short_name
 from consortium.replay.tasks import ReplayGrader, load_replay_tasks
 from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
@@ -75,7 +75,11 @@ def test_reward_gates(reward: tuple[WorkflowReward, Task], replay_data: ReplayDa
         workers=[json.dumps(roster)] * len(completions),
     )
     assert rewards == [FORMAT_FAIL, FORMAT_FAIL, FORMAT_FAIL, WRONG, RIGHT, RIGHT]
-    assert scorer.history[-1] == pytest.approx({"mean": 2.5 / 6, "parsed": 0.5, "right": 2 / 6})
+    last = scorer.history[-1]
+    assert {k: last[k] for k in ("mean", "parsed", "right")} == pytest.approx(
+        {"mean": 2.5 / 6, "parsed": 0.5, "right": 2 / 6}
+    )
+    assert last["calls"] == pytest.approx(4 / 6)  # 1 + 2 + 1 worker calls over 6 completions
 
 
 def test_randomized_worker_subsets(workers: PoolConfig, replay_data: ReplayData) -> None:

@@ -66,5 +66,5 @@ def test_default_encoder_follows_the_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(BACKEND_VARIABLE, "torch")
-    cached = default_encoder(cache=tmp_path / "features.db")
+    cached = default_encoder(SentenceEncoder.name, tmp_path / "features.db")
     assert isinstance(cached.encoder, SentenceEncoder)

@@ -19,11 +19,11 @@ from consortium.coord.answers.live import AnswerAwareCoordinator
 from consortium.coord.answers.programs import ExampleFilter, FilterAndCluster
 from consortium.coord.answers.rules import NO_ANSWER, Ask, Seen, Submit
 from consortium.coord.answers.stages import played_out
-from consortium.coordinate.fit_policy import fit_answer_policy
 from consortium.core.errors import ConfigError
 from consortium.core.types import Completion
 from consortium.records import write_records
 from consortium.tasks.base import Task
+from consortium.train.answer_policy import fit_answer_policy
 from tests.toy_records import toy_manifest, toy_rows
 
 PROMPT = '''def add(a: int, b: int) -> int:

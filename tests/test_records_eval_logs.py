@@ -23,6 +23,8 @@ from consortium.records.errors import RecordsError
 from consortium.records.importers.base import SourceOutput
 from tests.test_cli import cli as consortium_cli
 
+pytestmark = pytest.mark.slow  # servers and records imports: tens of seconds
+
 ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = 40
 LETTERS = "ABCDE"

@@ -451,6 +451,7 @@ def test_train_router_cli_end_to_end(
     trained = cli(
         "train", "router", "--pool", str(pool_file), "--out", str(policy), "--tasks", spec,
         "--rollouts", "20000", "--minibatch", "50", "--popsize", "8",
+        "--encoder", "all-MiniLM-L6-v2",  # the contextual one, not the static default
     )  # fmt: skip
     assert trained.returncode == 0, trained.stderr[-3000:]
     n_models = len(replay_data.models["split2"])

@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from consortium.coord.trinity import static_encoder
+from consortium.coord.trinity.defaults import STATIC_MINILM_NAME
 from consortium.coord.trinity.encoder import CachedEncoder, SentenceEncoder
 from consortium.coord.trinity.policy import load_policy
-from consortium.coord.trinity.static_encoder import STATIC_MINILM_NAME, StaticMiniLMEncoder
+from consortium.coord.trinity.static_encoder import StaticMiniLMEncoder
 from consortium.core.errors import ConfigError
 from consortium.pool.config import dump_pool
 from consortium.replay.data import ReplayData
@@ -66,7 +67,7 @@ def test_the_model_is_distilled_once_and_then_loaded(
         StaticMiniLMEncoder(cache_dir=distilled / "empty").encode(TEXTS[:1])
 
 
-def test_train_router_on_the_static_encoder_then_load_and_decide_with_it(
+def test_train_router_by_default_on_the_static_encoder_then_load_and_decide_with_it(
     distilled: Path,
     replay_data: ReplayData,
     replay_dir: Path,
@@ -81,7 +82,7 @@ def test_train_router_on_the_static_encoder_then_load_and_decide_with_it(
     trained = subprocess.run(
         [
             sys.executable, "-m", "consortium", "train", "router", "--pool", str(pool),
-            "--out", str(policy), "--tasks", spec, "--encoder", STATIC_MINILM_NAME,
+            "--out", str(policy), "--tasks", spec,  # no --encoder: the static one is the default
             "--rollouts", "4000", "--minibatch", "50", "--popsize", "8",
         ],
         capture_output=True,

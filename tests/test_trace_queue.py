@@ -15,9 +15,10 @@ import pytest
 
 from consortium.core.types import user
 from consortium.pool.config import dump_pool
+from consortium.records.names import short_name
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
-from consortium.replay.pool import replay_pool, short_name
+from consortium.replay.pool import replay_pool
 from consortium.runtime.launch import ChildServer
 from consortium.runtime.store import TraceStore
 from consortium.runtime.store_records import CallRecord

@@ -23,9 +23,10 @@ from consortium.core.answers import parse_verdict
 from consortium.core.types import Completion, Message, Usage
 from consortium.pool import Pool
 from consortium.pool.config import parse_pool
+from consortium.records.names import short_name
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
-from consortium.replay.pool import replay_pool, short_name
+from consortium.replay.pool import replay_pool
 from consortium.replay.tasks import ID_DATASETS, ReplayGrader, load_replay_tasks
 from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore

@@ -29,17 +29,17 @@ from consortium.coord.answers.trinity_turns import (
     trinity_from,
 )
 from consortium.coord.registry import pool_name
-from consortium.coordinate.episodes import Episodes
-from consortium.coordinate.fit_policy import fit_answer_policy
-from consortium.coordinate.tables import outcome_table
-from consortium.coordinate.training import Budget
 from consortium.core.errors import AgentError, ConfigError
 from consortium.core.types import Completion
 from consortium.evaluation.entry import EvalConfig, EvalResult, run_evaluation
+from consortium.evaluation.recorded.episodes import Episodes
+from consortium.evaluation.recorded.tables import outcome_table
 from consortium.records import load_records, write_records
 from consortium.records.corpora import import_corpus
 from consortium.replay.launch import ReplayServerProcess
 from consortium.tasks.base import Task
+from consortium.train.answer_policy import fit_answer_policy
+from consortium.train.recorded_turns import Budget
 from tests.test_answer_policies import QUESTIONS, _gsm8k_chat_models
 from tests.test_cli import cli
 

@@ -31,15 +31,16 @@ from consortium.coord.conductor.workflow import (
     parse_workflow,
 )
 from consortium.coord.registry import build_coordinator
-from consortium.coordinate.fit_policy import fit_answer_policy
-from consortium.coordinate.rule_runs import play
-from consortium.coordinate.tables import outcome_table
 from consortium.core.errors import ConfigError, ConsortiumError, CoordinatorError
+from consortium.evaluation.recorded.rule_runs import play
+from consortium.evaluation.recorded.tables import outcome_table
 from consortium.evaluation.results import TaskResult
 from consortium.evaluation.runner import run_policy
 from consortium.pool import Pool
 from consortium.pool.config import load_pool, parse_pool
-from consortium.records import load_records
+from consortium.records import load_records, write_records
+from consortium.records.build import build_dataset
+from consortium.records.corpora import RECIPES, import_corpus
 from consortium.records.tasks import RecordsGrader, records_tasks
 from consortium.replay.launch import ReplayServerProcess
 from consortium.runtime.budget import Limits
@@ -47,17 +48,17 @@ from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
 from consortium.tasks.base import Task
 from consortium.tasks.code_checks import check_reply
+from consortium.train.answer_policy import fit_answer_policy
 from consortium.train.workflow_reward import FORMAT_FAIL, RIGHT, WRONG, score_workflow
 from consortium.train.workflow_validity import WorkflowShape, workflow_shape
 from consortium.viewer.dag import dag_svg, traced_workflows
 from consortium.viewer.html import Palette
 from consortium.viewer.queries import run_models, run_totals
-from tests.conftest import ROOT
 from tests.scripted_server import scripted_server
 
+pytestmark = pytest.mark.slow  # servers and records imports: tens of seconds
+
 ROSTER = ["alpha", "beta", "gamma"]
-GSM8K = ROOT / "records/gsm8k"
-HUMANEVAL = ROOT / "records/humaneval"
 TRIO = ("gpt-4o-mini-2024-07-18", "gemini-1.5-pro", "gpt-4o")
 """Three chat models of the GSM8K records; the last is the one a workflow without a tool step
 would answer with."""
@@ -166,6 +167,18 @@ def test_the_training_gate_and_shape_accept_tool_steps() -> None:
 # --- running on the HTTP replay of GSM8K records -------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def gsm8k(real: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """GSM8K's records of the three chat models the workflows ask (all 1,319 questions, so the
+    split and the first test questions are the full import's)."""
+    recipe = RECIPES["gsm8k"]
+    parts = [p for p in recipe.parts(real) if p.imported.files[0].model in TRIO]
+    manifest, rows = build_dataset(
+        "gsm8k", recipe.kind, parts, licence=recipe.licence, created_by="test"
+    )
+    return write_records(tmp_path_factory.mktemp("gsm8k"), manifest, rows).folder
+
+
 @dataclass
 class Measured:
     store: TraceStore
@@ -185,10 +198,12 @@ async def _evaluate(
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def measured(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Measured]:
+async def measured(
+    gsm8k: Path, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Measured]:
     folder = tmp_path_factory.mktemp("tools")
-    tasks = records_tasks(str(GSM8K), "test")[0][:QUESTIONS]
-    policy = fit_answer_policy("scorer", GSM8K)  # fitted on the train split
+    tasks = records_tasks(str(gsm8k), "test")[0][:QUESTIONS]
+    policy = fit_answer_policy("scorer", gsm8k)  # fitted on the train split
     scorer = Scorer(tuple(policy.params["models"]), tuple(policy.params["weights"]))
     vote = WorkflowCoordinator(
         parse_workflow(ASK_THREE_THEN_VOTE, TRIO), "ask three, then vote", WorkflowExecutor()
@@ -201,7 +216,7 @@ async def measured(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Me
     )
     pool_file = folder / "replay.toml"
     store = TraceStore(f"sqlite:///{folder / 'traces.db'}")
-    with ReplayServerProcess(None, "--write-pool", str(pool_file), records=[GSM8K]):
+    with ReplayServerProcess(None, "--write-pool", str(pool_file), records=[gsm8k]):
         pool = Pool(load_pool(pool_file))
         caller = Caller(pool, store, store.start_run("test", pool="records/gsm8k"))
         try:
@@ -240,8 +255,8 @@ def _run(result: TaskResult) -> WorkflowRun:
     return result.outcome.workflow
 
 
-def _recorded_first_samples() -> dict[tuple[str, str], str]:
-    rows = load_records(GSM8K).table.select(["question_id", "model", "sample", "response"])
+def _recorded_first_samples(folder: Path) -> dict[tuple[str, str], str]:
+    rows = load_records(folder).table.select(["question_id", "model", "sample", "response"])
     return {
         (r["question_id"], r["model"]): r["response"] or ""
         for r in rows.to_pylist()
@@ -249,11 +264,13 @@ def _recorded_first_samples() -> dict[tuple[str, str], str]:
     }
 
 
-def test_ask_three_then_vote_gives_the_weighted_vote_per_question(measured: Measured) -> None:
-    table = outcome_table(load_records(GSM8K))
+def test_ask_three_then_vote_gives_the_weighted_vote_per_question(
+    measured: Measured, gsm8k: Path
+) -> None:
+    table = outcome_table(load_records(gsm8k))
     index = {q: i for i, q in enumerate(table.question_ids)}
     rule = WeightedVote(TRIO, {model: 1.0 for model in TRIO})  # the records runner's vote
-    recorded = _recorded_first_samples()
+    recorded = _recorded_first_samples(gsm8k)
     differ = []
     for result in measured.vote:
         played = play(rule, table, index[result.task.id])
@@ -334,8 +351,8 @@ def test_on_recorded_outputs_ask_three_then_vote_scores_above_asking_one(
     assert voted >= max(alone.values())
 
 
-def test_select_is_the_learned_scorers_pick(measured: Measured) -> None:
-    table = outcome_table(load_records(GSM8K))
+def test_select_is_the_learned_scorers_pick(measured: Measured, gsm8k: Path) -> None:
+    table = outcome_table(load_records(gsm8k))
     index = {q: i for i, q in enumerate(table.question_ids)}
     rule = ScorerPick(measured.scorer.models, TRIO, measured.scorer.weights)
     for result in measured.scored:
@@ -360,17 +377,21 @@ def test_the_grpo_reward_runs_tool_workflows(measured: Measured) -> None:
 
 CODERS = ("codellama-34b-instruct", "gpt-3.5-turbo", "gpt-4")
 CODE_TASKS = 16
+CODE_QUESTIONS = 40
+"""HumanEval's first 40 problems, whose test split's first 16 are the tasks asked."""
 
 
 async def test_check_passes_on_the_first_program_that_passes_its_docstring_examples(
-    tmp_path: Path,
+    real: Path, tmp_path: Path
 ) -> None:
-    tasks = records_tasks(str(HUMANEVAL), "test")[0][:CODE_TASKS]
+    manifest, rows = import_corpus("humaneval", real, limit=CODE_QUESTIONS)
+    humaneval = write_records(tmp_path / "humaneval", manifest, rows).folder
+    tasks = records_tasks(str(humaneval), "test")[0][:CODE_TASKS]
     workflow = build([*CODERS, "check"], ["Write the function."] * 3 + [""], [(), (), (), "all"])
     coordinator = WorkflowCoordinator(workflow, "ask three, then check")
     pool_file = tmp_path / "replay.toml"
     store = TraceStore(f"sqlite:///{tmp_path / 'traces.db'}")
-    with ReplayServerProcess(None, "--write-pool", str(pool_file), records=[HUMANEVAL]):
+    with ReplayServerProcess(None, "--write-pool", str(pool_file), records=[humaneval]):
         pool = Pool(load_pool(pool_file))
         caller = Caller(pool, store, store.start_run("test", pool="records/humaneval"))
         try:
@@ -379,7 +400,7 @@ async def test_check_passes_on_the_first_program_that_passes_its_docstring_examp
             )
         finally:
             await pool.aclose()
-    rows = load_records(HUMANEVAL).table.select(["question_id", "model", "sample", "response"])
+    rows = load_records(humaneval).table.select(["question_id", "model", "sample", "response"])
     recorded = {
         (r["question_id"], r["model"]): r["response"] or ""
         for r in rows.to_pylist()
@@ -412,7 +433,7 @@ async def test_check_passes_on_the_first_program_that_passes_its_docstring_examp
 
 
 async def test_a_conductor_that_writes_a_vote_gets_the_votes_answer(
-    measured: Measured, tmp_path: Path
+    measured: Measured, gsm8k: Path, tmp_path: Path
 ) -> None:
     """A scripted conductor LM (the records hold none) writes "ask three, then vote"; its prompt
     offered the tools, and every answer is the one the fixed workflow's vote gave."""
@@ -426,7 +447,7 @@ async def test_a_conductor_that_writes_a_vote_gets_the_votes_answer(
         return "<think>Three answers, then a vote.</think>\n" + ASK_THREE_THEN_VOTE
 
     with (
-        ReplayServerProcess(None, "--write-pool", str(pool_file), records=[GSM8K]),
+        ReplayServerProcess(None, "--write-pool", str(pool_file), records=[gsm8k]),
         scripted_server({"boss": conductor}) as scripted,
     ):
         entries = [

@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from consortium.coord.answers.folder import write_policy
     from consortium.coord.base import Coordinator, Outcome
     from consortium.coord.registry import build_coordinator
-    from consortium.coordinate.fit_policy import fit_answer_policy
     from consortium.evaluation.entry import EvalConfig, run_evaluation
     from consortium.evaluation.runner import evaluate_policies
     from consortium.evolve.session import EvolveRequest, run_evolve
@@ -44,6 +43,7 @@ if TYPE_CHECKING:
     from consortium.runtime.store import TraceStore
     from consortium.tasks.base import Grade, Grader, Task
     from consortium.tasks.registry import load_task_set
+    from consortium.train.answer_policy import fit_answer_policy
     from consortium.train.session import TrinityRequest, run_trinity_training
 
 __version__ = "0.1.0"
@@ -68,7 +68,7 @@ _LAZY = {
     "run_evolve": "consortium.evolve.session",
     "TrinityRequest": "consortium.train.session",
     "run_trinity_training": "consortium.train.session",
-    "fit_answer_policy": "consortium.coordinate.fit_policy",
+    "fit_answer_policy": "consortium.train.answer_policy",
     "write_policy": "consortium.coord.answers.folder",
 }
 

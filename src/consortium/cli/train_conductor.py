@@ -60,8 +60,34 @@ def train_conductor(
         ),
     ] = None,
     held_out_n: Annotated[int, typer.Option(help="Held-out questions measured.")] = 50,
+    method: Annotated[
+        str,
+        typer.Option(
+            help="grpo, or rft: rejection-sampling fine-tuning on the same rollout budget (per "
+            "round: sample --group-size workflows for each of --questions-per-step questions, "
+            "keep the best-rewarded right one, fine-tune on them; --steps rounds)."
+        ),
+    ] = "grpo",
+    cost_weight: Annotated[
+        float,
+        typer.Option(
+            help="λ of the cost-aware reward: a valid workflow loses λ x its $ in units of its "
+            "task's cost unit (records tasks of a mixed pool: the data set's best single model's "
+            "mean $); 0 is the paper's reward."
+        ),
+    ] = 0.0,
+    examples: Annotated[
+        bool,
+        typer.Option(
+            help="Show the four example workflows in the prompt (--no-examples: a prompt a "
+            "quarter as long; ask the trained conductor with `examples=0` too)."
+        ),
+    ] = True,
+    rft_lr: Annotated[float, typer.Option(help="Learning rate of the RFT rounds.")] = 5e-5,
     seed: Annotated[int, typer.Option(help="Seed of subsets and sampling.")] = 0,
-    resume: Annotated[bool, typer.Option(help="Continue from OUT/checkpoints.")] = False,
+    resume: Annotated[
+        bool, typer.Option(help="Continue from OUT/checkpoints (GRPO) or the last round (RFT).")
+    ] = False,
     executor: ExecutorOption = "local",
     ray_address: RayAddressOption = None,
 ) -> None:
@@ -88,12 +114,15 @@ def train_conductor(
     `consortium eval --policy conductor:NAME`.
     """
     from consortium.cli.task_sets import load_tasks
+    from consortium.core.errors import ConfigError
     from consortium.core.progress import task_progress
     from consortium.runtime.dist import make_executor
     from consortium.train.conductor_stages import StagedSettings, train_conductor_in_stages
     from consortium.train.grpo import GRPOSettings
     from consortium.train.workflow_sft import WarmStartSettings
 
+    if method not in ("grpo", "rft"):
+        raise ConfigError(f"--method must be grpo or rft, got {method!r}")
     config = load_pool(pool)
     task_set = load_tasks(tasks)
     held_out_tasks = load_tasks(held_out).tasks if held_out else []
@@ -107,15 +136,21 @@ def train_conductor(
             min_workers=min_workers,
             save_steps=save_steps,
             seed=seed,
+            cost_weight=cost_weight,
+            examples=examples,
         ),
         warm_start=WarmStartSettings(
             steps=warm_start_steps, learning_rate=warm_start_lr, seed=seed
         ),
         held_out=held_out_n if held_out else 0,
+        method=method,
+        rft_learning_rate=rft_lr,
     )
+    log = out / ("rounds.jsonl" if method == "rft" else "rewards.jsonl")
     err_console.print(
-        f"GRPO: {steps} steps x {questions_per_step} questions x {group_size} workflows over "
-        f"{len(config.names)} workers; reward log in {out / 'rewards.jsonl'}"
+        f"{method.upper()}: {steps} {'rounds' if method == 'rft' else 'steps'} x "
+        f"{questions_per_step} questions x {group_size} workflows over "
+        f"{len(config.names)} workers (λ = {cost_weight:g}); reward log in {log}"
     )
     with task_progress(err_console) as progress:
         summary = train_conductor_in_stages(
@@ -127,14 +162,15 @@ def train_conductor(
             settings,
             held_out=held_out_tasks,
             resume=resume,
-            callbacks=_stage_bars(progress),
+            callbacks=_stage_bars(progress, method),
             jobs=make_executor(executor, ray_address),
         )
     _print_summary(summary, out)
 
 
-def _stage_bars(progress: Progress) -> StageCallbacks:
-    """A bar per stage (held-out checks, warm start, GRPO), each step's figures in its label."""
+def _stage_bars(progress: Progress, method: str = "grpo") -> StageCallbacks:
+    """A bar per stage (held-out checks, warm start, GRPO or RFT), each step's figures in its
+    label."""
     from consortium.train.conductor_stages import StageCallbacks
 
     bars: list[TaskID] = []
@@ -149,8 +185,8 @@ def _stage_bars(progress: Progress) -> StageCallbacks:
             bars[-1],
             completed=int(row["step"]),
             description=(
-                f"GRPO · reward {row['reward']:.3f} · parsed {row.get('parsed', 0):.0%} · "
-                f"right {row.get('right', 0):.0%}"
+                f"{method.upper()} · reward {row['reward']:.3f} · "
+                f"parsed {row.get('parsed', 0):.0%} · right {row.get('right', 0):.0%}"
             ),
         )
 

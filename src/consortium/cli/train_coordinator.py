@@ -77,9 +77,9 @@ def train_coordinator(
     """
     from consortium.cli.records import say_grade_warnings
     from consortium.coord.answers.folder import write_policy
-    from consortium.coordinate.best_kind import AUTO, fit_best_kind
-    from consortium.coordinate.fit_policy import fit_answer_policy
     from consortium.records.store import load_records
+    from consortium.train.answer_policy import fit_answer_policy
+    from consortium.train.best_kind import AUTO, fit_best_kind
 
     say_grade_warnings(load_records(records))
     command = f"consortium train coordinator --kind {kind} --records {records} --out {out}"

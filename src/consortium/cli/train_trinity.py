@@ -22,9 +22,15 @@ from consortium.cli.options import (
     TracesOption,
     in_range,
 )
+from consortium.coord.trinity.defaults import ENCODER
 from consortium.core.errors import ConsortiumError
 from consortium.pool.config import load_pool
-from consortium.train.settings import RecordedConfig, RouterTraining, TrainConfig
+from consortium.train.settings import (
+    ENCODER_HELP,
+    RecordedConfig,
+    RouterTraining,
+    TrainConfig,
+)
 
 if TYPE_CHECKING:
     from rich.progress import TaskID
@@ -75,14 +81,7 @@ def train_trinity(
             help="Sample (model, role) in training rollouts, as the paper; default argmax."
         ),
     ] = ONLINE.sample,
-    encoder: Annotated[
-        str,
-        typer.Option(
-            help="all-MiniLM-L6-v2; all-MiniLM-L6-v2-static (its static distillation: decisions "
-            "in well under a millisecond, docs/performance.md); or a causal LM path / hub id "
-            "(the paper: Qwen/Qwen3-0.6B)."
-        ),
-    ] = "all-MiniLM-L6-v2",
+    encoder: Annotated[str, typer.Option(help=ENCODER_HELP)] = ENCODER,
     resume: Annotated[bool, typer.Option(help="Continue from OUT/checkpoint.pkl.")] = False,
     yes: Annotated[
         bool,
@@ -271,13 +270,7 @@ def train_router(
             "--constant/--no-constant", help="Append a constant feature (a bias for the head)."
         ),
     ] = ROUTER.constant,
-    encoder: Annotated[
-        str,
-        typer.Option(
-            help="all-MiniLM-L6-v2, all-MiniLM-L6-v2-static (a lookup: decisions in well under a "
-            "millisecond, docs/performance.md) or SmolLM2-135M-Instruct (or a causal LM path)."
-        ),
-    ] = "all-MiniLM-L6-v2",
+    encoder: Annotated[str, typer.Option(help=ENCODER_HELP)] = ENCODER,
     features: Annotated[
         Path | None,
         typer.Option(help="Feature cache (SQLite, keyed by text hash); default OUT/features.db."),

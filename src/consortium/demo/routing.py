@@ -20,10 +20,11 @@ from consortium.core.progress import task_progress
 from consortium.evaluation.entry import EvalConfig, run_evaluation
 from consortium.evaluation.results import ORACLE, EvalReport, TaskResult
 from consortium.evaluation.tables import to_markdown, to_rich
+from consortium.records.names import short_name
 from consortium.replay.data import ReplayData, Source, load_replay
 from consortium.replay.expectation import recorded_expectation
 from consortium.replay.launch import ReplayServerProcess
-from consortium.replay.pool import replay_pool, short_name
+from consortium.replay.pool import replay_pool
 from consortium.replay.tasks import ID_DATASETS, OOD_DATASETS, ReplayGrader, load_replay_tasks
 from consortium.tasks.base import TaskSet
 from consortium.tasks.registry import load_task_set

@@ -16,9 +16,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from consortium.coord.answers.folder import AnswerPolicy, read_policy
-from consortium.coordinate.selection import Interval, paired_bootstrap
 from consortium.core.errors import ConfigError
 from consortium.evaluation.entry import EvalConfig, run_evaluation
+from consortium.evaluation.recorded.selection import Interval, paired_bootstrap
 from consortium.evaluation.results import TaskResult
 from consortium.records.store import load_records
 from consortium.replay.launch import ReplayServerProcess

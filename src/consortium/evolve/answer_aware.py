@@ -10,8 +10,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from consortium.coord.registry import pool_name
-from consortium.coordinate.rule_runs import run_rule
 from consortium.core.costs import unit
+from consortium.evaluation.recorded.rule_runs import run_rule
 from consortium.evaluation.results import TaskResult
 from consortium.evolve.answer_folders import CandidateFolder, candidate_folder
 from consortium.evolve.answer_samples import answer_kind, live_samples

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from consortium.coord.answers.folder import FOLDER_SCHEMA, AnswerPolicy, Figures, write_policy
 from consortium.coord.answers.rules import Rule
-from consortium.coordinate.runs import PolicyRun
+from consortium.evaluation.recorded.runs import PolicyRun
 from consortium.evaluation.results import TaskResult
 from consortium.pool.config import PoolConfig
 from consortium.records.schema import AnswerKind, Price

@@ -16,8 +16,8 @@ import numpy as np
 from consortium.coord.answers.classes import NO_ANSWER
 from consortium.coord.answers.live import LIVE_KINDS
 from consortium.coord.answers.reading import Reading, ReplyReader
-from consortium.coordinate.outcomes import OutcomeTable, Sample, classes_of
 from consortium.core.costs import CostMeasure, cost_of
+from consortium.evaluation.recorded.outcomes import OutcomeTable, Sample, classes_of
 from consortium.evaluation.results import TaskResult
 from consortium.evolve.proposal import RoundContext
 from consortium.records.schema import AnswerKind

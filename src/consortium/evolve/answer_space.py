@@ -7,10 +7,10 @@ cheaper first); votes are weighted by that accuracy.
   answered on tuning).
 - model-switch: the top k models (k in SWITCH_SIZES, and all of them) in accuracy order, each for
   up to s samples.
-- mot-cascade: `coordinate.baselines.mot_family` (strong: one of the 3 most accurate; cheap: one
-  or two of the 3 cheapest models cheaper than it; τ 0.6 or 1.0).
-- scorer-cascade: `coordinate.scorer.frugal_family` and `full_cascade_family` (orders cheapest
-  first, τ on their grids), the scorers fitted on the tuning tasks.
+- mot-cascade: `evaluation.recorded.baselines.mot_family` (strong: one of the 3 most accurate;
+  cheap: one or two of the 3 cheapest models cheaper than it; τ 0.6 or 1.0).
+- scorer-cascade: `evaluation.recorded.scorer.frugal_family` and `full_cascade_family` (orders
+  cheapest first, τ on their grids), the scorers fitted on the tuning tasks.
 - τ move: when the cluster's policy is already a scorer- or MoT cascade folder, the same rule with
   its τ moved one step down or up on TAU_GRID.
 Each kind's pick at λ maximises tuning accuracy − λ · cost / (the most accurate model's cost),
@@ -29,11 +29,11 @@ import numpy as np
 from consortium.coord.answers.folder import AnswerPolicy, is_answer_policy, read_policy
 from consortium.coord.answers.kinds import renamed, rule_from
 from consortium.coord.answers.rules import MAX_SAMPLES, ModelSwitch, Rule, WeightedVote
-from consortium.coordinate import baselines, scorer
-from consortium.coordinate.outcomes import OutcomeTable
-from consortium.coordinate.rule_runs import run_rule
-from consortium.coordinate.runs import PolicyRun, train_accuracy, train_cost
-from consortium.coordinate.selection import objective, select_best
+from consortium.evaluation.recorded import baselines, scorer
+from consortium.evaluation.recorded.outcomes import OutcomeTable
+from consortium.evaluation.recorded.rule_runs import run_rule
+from consortium.evaluation.recorded.runs import PolicyRun, train_accuracy, train_cost
+from consortium.evaluation.recorded.selection import objective, select_best
 
 LAMBDAS = (0.0, 0.1)
 """Cost weights: 0 for the most accurate; 0.1 for one that gives up 10 points of tuning accuracy

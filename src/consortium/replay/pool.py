@@ -7,6 +7,7 @@ the RouterBench API models at their late-2023 public list prices (USD per millio
 from __future__ import annotations
 
 from consortium.pool.config import ModelConfig, PoolConfig, parse_pool
+from consortium.records.names import short_name
 from consortium.replay.data import ReplayData
 
 OPEN_MODEL_PRICE = (0.20, 0.20)
@@ -23,11 +24,6 @@ LIST_PRICES: dict[str, tuple[float, float]] = {
     "meta/code-llama-instruct-34b-chat": (0.776, 0.776),
     "mistralai/mistral-7b-chat": (0.2, 0.2),
 }
-
-
-def short_name(model: str) -> str:
-    """`meta-llama/Meta-Llama-3-8B` -> `Meta-Llama-3-8B`: the pool name of a recorded model."""
-    return model.rsplit("/", 1)[-1]
 
 
 def replay_pool(

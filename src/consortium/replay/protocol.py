@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from consortium.core.errors import ConsortiumError
 from consortium.evaluation.tables import markdown_table
-from consortium.replay.pool import short_name
+from consortium.records.names import short_name
 from consortium.replay.tasks import ID_DATASETS, OOD_DATASETS
 from consortium.tasks.base import Task
 from consortium.tasks.recorded import recorded_outcomes

@@ -21,6 +21,8 @@ from consortium.runtime.dist import Executor, LocalExecutor
 from consortium.tasks.base import Grader, Task
 from consortium.train.base_models import load_tokenizer, resolve_base
 from consortium.train.grpo import GRPOSettings, train_conductor, training_rows
+from consortium.train.rejection_sft import RejectionSettings, rejection_sft
+from consortium.train.workflow_reward import WorkflowReward
 from consortium.train.workflow_sft import WarmStartSettings, warm_start
 from consortium.train.workflow_validity import Validity, workflow_validity
 
@@ -39,7 +41,12 @@ class StageCallbacks:
 @dataclass
 class StagedSettings:
     grpo: GRPOSettings = field(default_factory=GRPOSettings)
+    """The RL stage's budget, reward and prompts, for either method."""
     warm_start: WarmStartSettings = field(default_factory=WarmStartSettings)
+    method: str = "grpo"
+    """`grpo`, or `rft`: rejection-sampling fine-tuning on the same budget (`grpo.steps`
+    rounds x `questions_per_step` questions x `group_size` samples; `rejection_sft`)."""
+    rft_learning_rate: float = 5e-5
     held_out: int = 50
     """Held-out questions for the valid-workflow rate; 0 measures nothing."""
 
@@ -84,6 +91,7 @@ def train_conductor_in_stages(
             seed=seed,
             chat=chat,
             tokenizer=tokenizer,
+            examples=grpo.examples,
         )
 
     held_rows = rows_of(list(held_out)[: settings.held_out], grpo.seed + 1)
@@ -122,7 +130,36 @@ def train_conductor_in_stages(
         model = str(sft_dir)
         summary["warm_start_model"] = model
         measure("warm start", model)
-    if grpo.steps > 0:
+    if grpo.steps > 0 and settings.method == "rft":
+        if hooks.on_stage:
+            hooks.on_stage("RFT", grpo.steps)
+        started = time.perf_counter()
+        reward = WorkflowReward(
+            pool, tasks, grader, max_steps=grpo.max_steps, jobs=jobs, cost_weight=grpo.cost_weight
+        )
+        try:
+            rejection_sft(
+                model,
+                rows_of(tasks, grpo.seed),
+                reward,
+                out_dir,
+                RejectionSettings(
+                    rounds=grpo.steps,
+                    questions_per_round=grpo.questions_per_step,
+                    samples=grpo.group_size,
+                    learning_rate=settings.rft_learning_rate,
+                    temperature=grpo.temperature,
+                    max_completion_length=grpo.max_completion_length,
+                    seed=grpo.seed,
+                ),
+                resume=resume,
+                on_log=hooks.on_grpo_log,
+            )
+        finally:
+            reward.close()
+        summary["seconds"]["rft"] = round(time.perf_counter() - started, 1)
+        measure("rft", str(out_dir / "model"))
+    elif grpo.steps > 0:
         if hooks.on_stage:
             hooks.on_stage("GRPO", grpo.steps)
         started = time.perf_counter()

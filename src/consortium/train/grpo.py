@@ -27,6 +27,7 @@ from consortium.pool.local import prompt_text
 from consortium.runtime.dist import Executor, LocalExecutor
 from consortium.tasks.base import Grader, Task
 from consortium.train.base_models import load_tokenizer, resolve_base
+from consortium.train.mixed_pool import roster_of
 from consortium.train.trainer_setup import device_args, step_logger
 from consortium.train.workflow_reward import WorkflowReward
 
@@ -45,6 +46,11 @@ class GRPOSettings:
     """Workflow steps allowed (the paper: 5)."""
     save_steps: int = 50
     seed: int = 0
+    cost_weight: float = 0.0
+    """λ of the cost-aware reward (`workflow_reward`): a valid workflow loses λ x its $ in units
+    of its task's `cost_unit`; 0 is the paper's reward."""
+    examples: bool = True
+    """Whether the prompt shows the four example workflows (`prompt.system_prompt`)."""
 
 
 def training_rows(
@@ -56,16 +62,20 @@ def training_rows(
     seed: int,
     chat: bool,
     tokenizer: Any = None,
+    examples: bool = True,
 ) -> list[dict[str, Any]]:
-    """One prompt per task, each with its own random subset of the pool's workers."""
+    """One prompt per task, each with its own random subset of the workers it may use: the
+    task's roster (`mixed_pool`) or else the pool's."""
     rng = random.Random(seed)
-    names = pool.names
     strengths = {m.name: m.strengths for m in pool.models}
-    low = max(1, min(min_workers, len(names)))
     rows = []
     for task in tasks:
-        workers = rng.sample(names, rng.randint(low, len(names)))
-        messages = conductor_messages(task.question, workers, strengths, max_steps=max_steps)
+        roster = roster_of(task, pool.names)
+        low = max(1, min(min_workers, len(roster)))
+        workers = rng.sample(roster, rng.randint(low, len(roster)))
+        messages = conductor_messages(
+            task.question, workers, strengths, max_steps=max_steps, examples=examples
+        )
         prompt: Any = messages if chat else prompt_text(tokenizer, messages)
         rows.append({"prompt": prompt, "task_id": task.id, "workers": json.dumps(workers)})
     return rows
@@ -128,8 +138,16 @@ def train_conductor(
         seed=settings.seed,
         chat=chat,
         tokenizer=tokenizer,
+        examples=settings.examples,
     )
-    reward = WorkflowReward(pool, tasks, grader, max_steps=settings.max_steps, jobs=jobs)
+    reward = WorkflowReward(
+        pool,
+        tasks,
+        grader,
+        max_steps=settings.max_steps,
+        jobs=jobs,
+        cost_weight=settings.cost_weight,
+    )
     log_path = out_dir / "rewards.jsonl"
     checkpoint = last_complete_checkpoint(out_dir / "checkpoints") if resume else None
     # The prompts of the whole run in a fixed order; a resumed run drops those already trained

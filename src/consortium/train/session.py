@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
+from consortium.coord.trinity.defaults import ENCODER
 from consortium.coord.trinity.encoder import (
     CachedEncoder,
-    SentenceEncoder,
     StandardizedEncoder,
     Standardizer,
 )
@@ -144,7 +144,7 @@ class TrinityRequest:
     out: Path
     config: TrainConfig = field(default_factory=TrainConfig)
     optimizer: str = "es"
-    encoder: str = SentenceEncoder.name
+    encoder: str = ENCODER
     components: int | None = 16
     """Principal axes of the standardized feature; None: the full feature."""
     max_turns: int = 1

@@ -13,6 +13,14 @@ Seeding = Literal["per_step", "sequential"]
 from (seed, step) alone; `sequential`, one generator from the seed drawn in order (minibatch,
 candidates, reward draws), carried in the checkpoint."""
 
+ENCODER_HELP = (
+    "all-MiniLM-L6-v2-static (the default: all-MiniLM-L6-v2 distilled to static token vectors, "
+    "a lookup, decisions in well under a millisecond); all-MiniLM-L6-v2 (the contextual "
+    "encoder: a forward pass of tens of milliseconds on CPU, and it sees word order); "
+    "SmolLM2-135M-Instruct; or a causal LM path / hub id (the paper: Qwen/Qwen3-0.6B). "
+    "docs/performance.md compares them."
+)
+
 
 @dataclass(frozen=True)
 class TrainConfig:

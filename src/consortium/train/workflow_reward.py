@@ -1,6 +1,11 @@
 """The GRPO reward of a Conductor's completion (the paper's gate): 0 when its three lists do not
 parse and validate against the prompt's worker subset, else the workflow runs on the real workers
-and scores 1 when the grader accepts the answer, 0.5 when it does not."""
+and scores 1 when the grader accepts the answer, 0.5 when it does not.
+
+The cost-aware variant (`cost_weight` λ > 0) takes λ x the workflow's $ off a valid workflow's
+score, the $ in units of the task's `meta["cost_unit"]` (its data set's best single model's mean
+$ per question, `mixed_pool`): the gate still gives 0 to an invalid workflow, and a valid one
+scores (1 or 0.5) - λ x cost/unit."""
 
 from __future__ import annotations
 
@@ -55,6 +60,59 @@ def completion_text(completion: Any) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class Scored:
+    """One rollout's reward and what it is made of."""
+
+    reward: float
+    valid: bool
+    right: bool = False
+    cost: float = 0.0
+    calls: int = 0
+    shape: tuple[int, int, int] | None = None
+    """A valid workflow's steps, distinct workers and tool steps."""
+
+
+async def score_rollout(
+    text: str,
+    task: Task,
+    workers: list[str],
+    grader: Grader,
+    caller: Caller,
+    *,
+    max_steps: int,
+    task_limits: Limits,
+    executor: WorkflowExecutor,
+    cost_weight: float = 0.0,
+) -> Scored:
+    """One completion's reward: FORMAT_FAIL if it is no workflow, else RIGHT or WRONG as the
+    grader says of the workflow's answer, less `cost_weight` x its $ in the task's cost unit.
+    Tool steps the executor runs pass the gate (the prompt offers the same tools)."""
+    try:
+        workflow = parse_workflow(
+            text, workers, max_steps=max_steps, tools=executor.tools.available
+        )
+    except WorkflowError:
+        return Scored(FORMAT_FAIL, False)
+    steps = workflow.steps
+    shape = (
+        len(steps),
+        len({s.model for s in steps if not s.tool}),
+        sum(1 for s in steps if s.tool),
+    )
+    task_caller = caller.for_task(task.id, "grpo", task_limits)
+    right = False
+    try:
+        run = await executor.run(workflow, task.question, task_caller, task=task)
+    except (AgentError, BudgetExceeded):
+        pass  # it parsed and ran; a worker failure is not a format failure
+    else:
+        right = (await asyncio.to_thread(grader.grade, task, run.answer)).correct
+    cost = task_caller.budget.cost
+    score = (RIGHT if right else WRONG) - cost_penalty(task, cost, cost_weight)
+    return Scored(score, True, right, cost, task_caller.budget.calls, shape)
+
+
 async def score_workflow(
     text: str,
     task: Task,
@@ -65,23 +123,29 @@ async def score_workflow(
     max_steps: int,
     task_limits: Limits,
     executor: WorkflowExecutor,
+    cost_weight: float = 0.0,
 ) -> float:
-    """One completion's reward: FORMAT_FAIL if it is no workflow, else RIGHT or WRONG as the
-    grader says of the workflow's answer. Tool steps the executor runs pass the gate (the
-    prompt offers the same tools)."""
-    try:
-        workflow = parse_workflow(
-            text, workers, max_steps=max_steps, tools=executor.tools.available
-        )
-    except WorkflowError:
-        return FORMAT_FAIL
-    task_caller = caller.for_task(task.id, "grpo", task_limits)
-    try:
-        run = await executor.run(workflow, task.question, task_caller, task=task)
-    except (AgentError, BudgetExceeded):
-        return WRONG  # it parsed and ran; a worker failure is not a format failure
-    grade = await asyncio.to_thread(grader.grade, task, run.answer)
-    return RIGHT if grade.correct else WRONG
+    """`score_rollout`'s reward alone."""
+    scored = await score_rollout(
+        text,
+        task,
+        workers,
+        grader,
+        caller,
+        max_steps=max_steps,
+        task_limits=task_limits,
+        executor=executor,
+        cost_weight=cost_weight,
+    )
+    return scored.reward
+
+
+def cost_penalty(task: Task, cost: float, cost_weight: float) -> float:
+    """λ x cost in the task's cost unit; 0 when λ is 0 or the task declares no unit."""
+    unit = task.meta.get("cost_unit")
+    if not cost_weight or not unit:
+        return 0.0
+    return cost_weight * cost / float(unit)
 
 
 Rollout = tuple[str, str, list[str]]
@@ -97,12 +161,13 @@ async def score_rollouts(
     max_steps: int,
     task_limits: Limits,
     executor: WorkflowExecutor,
-) -> list[float]:
-    """Every rollout's reward, all concurrently."""
+    cost_weight: float = 0.0,
+) -> list[Scored]:
+    """Every rollout's score, all concurrently."""
     return list(
         await asyncio.gather(
             *(
-                score_workflow(
+                score_rollout(
                     text,
                     tasks[task_id],
                     workers,
@@ -111,6 +176,7 @@ async def score_rollouts(
                     max_steps=max_steps,
                     task_limits=task_limits,
                     executor=executor,
+                    cost_weight=cost_weight,
                 )
                 for text, task_id, workers in rollouts
             )
@@ -134,7 +200,9 @@ class WorkflowReward:
         executor: WorkflowExecutor | None = None,
         jobs: Executor = LocalExecutor(),
         shards_per_call: int = 4,
+        cost_weight: float = 0.0,
     ) -> None:
+        self.cost_weight = cost_weight
         self.jobs = jobs
         self.shards_per_call = shards_per_call
         self.pool_config = pool
@@ -151,11 +219,11 @@ class WorkflowReward:
     async def _open(self) -> Pool:
         return Pool(self.pool_config)
 
-    def work(self) -> Work[list[Rollout], list[float]]:
+    def work(self) -> Work[list[Rollout], list[Scored]]:
         """Rewards of shards of rollouts: in this process all concurrently through its pool;
         remotely one job per shard."""
 
-        async def in_process(parts: Sequence[list[Rollout]]) -> list[list[float]]:
+        async def in_process(parts: Sequence[list[Rollout]]) -> list[list[Scored]]:
             rewards = await score_rollouts(
                 [rollout for part in parts for rollout in part],
                 self.tasks,
@@ -164,10 +232,13 @@ class WorkflowReward:
                 max_steps=self.max_steps,
                 task_limits=self.task_limits,
                 executor=self.executor,
+                cost_weight=self.cost_weight,
             )
             return split_like(rewards, parts)
 
-        body = ScoreRollouts(self.tasks, self.grader, self.max_steps, self.task_limits)
+        body = ScoreRollouts(
+            self.tasks, self.grader, self.max_steps, self.task_limits, self.cost_weight
+        )
         return Work(in_process, lambda: RemoteJob.like(self._caller, body))
 
     def __call__(
@@ -180,18 +251,24 @@ class WorkflowReward:
     ) -> list[float]:
         texts = [completion_text(c) for c in completions]
         rosters = [json.loads(w) for w in workers]
-        parts = shards(list(zip(texts, task_id, rosters, strict=True)), self.shards_per_call)
+        return [s.reward for s in self.score(list(zip(texts, task_id, rosters, strict=True)))]
+
+    def score(self, rollouts: list[Rollout]) -> list[Scored]:
+        """Every rollout's score; the batch's means join `history`."""
+        parts = shards(rollouts, self.shards_per_call)
         done = self._loop.run(self.jobs.run(self.work(), parts))
-        rewards = [reward for part in done for reward in part]
-        n = len(rewards)
+        scored = [one for part in done for one in part]
+        n = len(scored)
         self.history.append(
             {
-                "mean": sum(rewards) / n,
-                "parsed": sum(r > FORMAT_FAIL for r in rewards) / n,
-                "right": sum(r == RIGHT for r in rewards) / n,
+                "mean": sum(s.reward for s in scored) / n,
+                "parsed": sum(s.valid for s in scored) / n,
+                "right": sum(s.right for s in scored) / n,
+                "cost": sum(s.cost for s in scored) / n,
+                "calls": sum(s.calls for s in scored) / n,
             }
         )
-        return rewards
+        return scored
 
     def close(self) -> None:
         self._loop.run(self._pool.aclose())
@@ -207,8 +284,9 @@ class ScoreRollouts:
     grader: Grader
     max_steps: int
     task_limits: Limits
+    cost_weight: float = 0.0
 
-    async def __call__(self, rollouts: list[Rollout], caller: Caller) -> list[float]:
+    async def __call__(self, rollouts: list[Rollout], caller: Caller) -> list[Scored]:
         return await score_rollouts(
             rollouts,
             self.tasks,
@@ -217,4 +295,5 @@ class ScoreRollouts:
             max_steps=self.max_steps,
             task_limits=self.task_limits,
             executor=WorkflowExecutor(),
+            cost_weight=self.cost_weight,
         )

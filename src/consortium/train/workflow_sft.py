@@ -3,11 +3,11 @@ the prompt teaches, before GRPO.
 
 GRPO's reward is gated on the format: a group in which no workflow parses scores 0 everywhere and
 has no advantage to learn from. A small instruct model (SmolLM2-135M) writes no valid workflow
-from the prompt alone, so it first learns the three lists from examples. The targets follow the
-shapes of the prompt's four few-shot examples (one direct answer, plan → solve → check, two
-attempts → a judge who sees both, solve → check) with model numbers drawn from each prompt's own
-worker subset; they teach the format and sensible shapes, not which worker is best — that is
-GRPO's job.
+from the prompt alone, so it first learns the three lists from examples. The targets span
+shapes of 1 to 5 steps (one direct answer, solve → check, plan → solve → verify, attempts → a
+judge, attempts → the `vote` or `check` tool, attempts → vote → a final check) with model numbers
+drawn from each prompt's own worker subset; they teach the format and a spread of shapes, not
+which worker or shape pays — that is the job of GRPO or rejection sampling.
 """
 
 from __future__ import annotations
@@ -31,7 +31,16 @@ class Shape:
     why: str
     subtasks: tuple[str, ...]
     access: tuple[str | tuple[int, ...], ...]
+    tools: tuple[str | None, ...] = ()
+    """Per step, the tool it is (written by name in `model_id`) or None for a worker; empty:
+    every step is a worker."""
 
+    def tool_at(self, index: int) -> str | None:
+        return self.tools[index] if self.tools else None
+
+
+SOLVE = f"Solve the problem step by step. {ANSWER}"
+AGAIN = f"Solve it independently. {ANSWER}"
 
 SHAPES = (
     Shape(
@@ -42,7 +51,7 @@ SHAPES = (
     Shape(
         "Solve it, then check the solution.",
         (
-            f"Solve the problem step by step. {ANSWER}",
+            SOLVE,
             f"Check the solution above. If it is right, restate its answer; if not, fix it. "
             f"{ANSWER}",
         ),
@@ -60,23 +69,75 @@ SHAPES = (
     Shape(
         "Two independent attempts, then a judge who sees both.",
         (
-            f"Solve the problem. {ANSWER}",
-            f"Solve the problem independently, in another way. {ANSWER}",
+            SOLVE,
+            AGAIN,
             f"Two solutions are above. Compare them, find any mistake and give the final answer. "
             f"{ANSWER}",
         ),
         ((), (), "all"),
     ),
+    Shape(
+        "Two attempts; the check tool keeps the first that passes.",
+        (SOLVE, AGAIN, ""),
+        ((), (), "all"),
+        (None, None, "check"),
+    ),
+    Shape(
+        "Three independent attempts, then the vote tool picks the common answer.",
+        (SOLVE, AGAIN, AGAIN, ""),
+        ((), (), (), "all"),
+        (None, None, None, "vote"),
+    ),
+    Shape(
+        "Three independent attempts, then a judge who sees all of them.",
+        (
+            SOLVE,
+            AGAIN,
+            AGAIN,
+            f"Three solutions are above. Find the most reliable one and give the final answer. "
+            f"{ANSWER}",
+        ),
+        ((), (), (), "all"),
+    ),
+    Shape(
+        "Four independent attempts, then the vote tool picks the common answer.",
+        (SOLVE, AGAIN, AGAIN, AGAIN, ""),
+        ((), (), (), (), "all"),
+        (None, None, None, None, "vote"),
+    ),
+    Shape(
+        "Three attempts, a vote, then a final check of the voted answer.",
+        (
+            SOLVE,
+            AGAIN,
+            AGAIN,
+            "",
+            f"Check the answer above. If it is right, restate it; if not, fix it. {ANSWER}",
+        ),
+        ((), (), (), "all", (3,)),
+        (None, None, None, "vote", None),
+    ),
 )
+"""Shapes of 1 to 5 steps, with and without tool steps, so that sampling after the warm start
+still has shapes to choose between."""
 
 
 def example_workflow(n_workers: int, rng: random.Random) -> str:
     """One target completion: a `<think>` line and three lists over models 0..n_workers-1.
 
     The `<think>` line states the number of steps first: a small model that has committed to
-    a count keeps the three lists the same length far more often."""
+    a count keeps the three lists the same length far more often. Workers of one shape are
+    distinct while the subset allows (a records model may hold one sample only)."""
     shape = rng.choice(SHAPES)
-    ids = [rng.randrange(n_workers) for _ in shape.subtasks]
+    workers = [i for i in range(len(shape.subtasks)) if shape.tool_at(i) is None]
+    drawn = rng.sample(range(n_workers), min(len(workers), n_workers))
+    drawn += [rng.randrange(n_workers) for _ in range(len(workers) - len(drawn))]
+    rng.shuffle(drawn)
+    chosen = dict(zip(workers, drawn, strict=True))
+    ids: list[int | str] = [
+        chosen[i] if shape.tool_at(i) is None else str(shape.tool_at(i))
+        for i in range(len(shape.subtasks))
+    ]
     access = ["all" if a == "all" else list(a) for a in shape.access]
     steps = len(shape.subtasks)
     return (
@@ -118,6 +179,22 @@ def warm_start(
 ) -> Path:
     """Fine-tune `base_model` on `steps x batch_size` example workflows; the model and its
     tokenizer are saved to `out_dir` (returned), the loss per step to `out_dir/loss.jsonl`."""
+    if not rows:
+        raise ConfigError("the warm start needs at least one training question")
+    examples = sft_examples(rows, settings.steps * settings.batch_size, settings.seed)
+    return fine_tune(base_model, examples, out_dir, settings, on_log=on_log)
+
+
+def fine_tune(
+    base_model: str,
+    examples: Sequence[dict[str, Any]],
+    out_dir: Path,
+    settings: WarmStartSettings,
+    *,
+    on_log: Callable[[dict[str, float]], None] | None = None,
+) -> Path:
+    """`settings.steps` SFT steps on prompt/completion pairs (the loss on the completion only);
+    the model and tokenizer go to `out_dir`, the loss per step to `out_dir/loss.jsonl`."""
     try:
         from datasets import Dataset
         from transformers import AutoTokenizer
@@ -126,11 +203,8 @@ def warm_start(
         raise ConfigError(
             f"the warm start needs pip install 'consortium[coord]' ({error.name} missing)"
         ) from None
-    if not rows:
-        raise ConfigError("the warm start needs at least one training question")
     quiet_transformers()
     quiet_datasets()
-    examples = sft_examples(rows, settings.steps * settings.batch_size, settings.seed)
     tokenizer = AutoTokenizer.from_pretrained(base_model)
     out_dir.mkdir(parents=True, exist_ok=True)
     log_path = out_dir / "loss.jsonl"
@@ -153,7 +227,7 @@ def warm_start(
         model=base_model,
         processing_class=tokenizer,
         args=args,
-        train_dataset=Dataset.from_list(examples),
+        train_dataset=Dataset.from_list(list(examples)),
         callbacks=[step_logger(log_path, "loss", on_log)],
     )
     trainer.train()

@@ -92,7 +92,8 @@ RULE_KINDS = (
 )
 TURN_KINDS = ("trinity",)
 """Kinds whose every decision also picks a role, or submits (`trinity_turns.TrinityTurns`): a
-policy folder of one runs as a `trinity_live.TrinityTeam`, on records as `coordinate.episodes`."""
+policy folder of one runs as a `trinity_live.TrinityTeam`, on records as
+`evaluation.recorded.episodes`."""
 CHECKED_KINDS = ("example-filter", "filter-and-cluster")
 """Kinds that select by each answer's check: they need a check beyond an answer being there
 (for programs, the docstring examples), so they are fitted on code records only."""

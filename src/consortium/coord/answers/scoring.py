@@ -1,7 +1,7 @@
 """The learned answer scorer's side of a rule: FrugalGPT-style features of each candidate answer
 (which models gave it, how many agree, whether it passed its check) and the logistic score.
-Fitting lives with the records (`consortium.coordinate.scorer`); scoring is the same function on
-recorded samples and on live answers."""
+Fitting lives with the records (`consortium.evaluation.recorded.scorer`); scoring is the same
+function on recorded samples and on live answers."""
 
 from __future__ import annotations
 

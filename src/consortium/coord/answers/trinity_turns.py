@@ -1,6 +1,6 @@
 """Multi-turn TRINITY over answers: each turn a linear head reads the transcript so far and picks
 a model and a role, or submits the current answer. One decision function, `TrinityTurns.decide`,
-played on recorded samples (consortium.coordinate.episodes) and live (trinity_live).
+played on recorded samples (consortium.evaluation.recorded.episodes) and live (trinity_live).
 
 Roles: a Worker's answer joins the transcript; a Verifier judges the current answer (ACCEPT or
 not; how a verdict is reached is the runner's, see `resolve_verdict`); a Thinker (live only)

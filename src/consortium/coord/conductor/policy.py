@@ -51,6 +51,7 @@ class ConductorCoordinator:
         fallback: str | None = None,
         executor: WorkflowExecutor | None = None,
         name: str | None = None,
+        examples: bool = True,
     ) -> None:
         if not workers:
             raise CoordinatorError("the conductor needs at least one worker")
@@ -67,6 +68,9 @@ class ConductorCoordinator:
         self.fallback = fallback
         self.executor = executor or WorkflowExecutor()
         self.name = name or f"conductor:{conductor}"
+        self.examples = examples
+        """Whether the prompt shows the example workflows (a conductor trained without them
+        is asked without them)."""
 
     def offered_self(self, depth: int) -> str | None:
         """The conductor's name where it may pick itself at `depth` (prompt and parser agree)."""
@@ -82,6 +86,7 @@ class ConductorCoordinator:
             max_steps=self.max_steps,
             context=context,
             tools=self.executor.tools.available,
+            examples=self.examples,
         )
 
     async def write(

@@ -91,11 +91,14 @@ def system_prompt(
     conductor: str | None = None,
     max_steps: int = 5,
     tools: Sequence[str] = WITHOUT_SCORER,
+    examples: bool = True,
 ) -> str:
-    examples = "\n\n".join(
+    """`examples=False` leaves out the four example workflows: a conductor fine-tuned on the
+    format needs none, and a prompt a quarter as long makes CPU training four times cheaper."""
+    shown = "\n\n".join(
         f"Example {n} (another pool: Model 0 strongest, Model 2 fastest)\nQuestion: {question}\n"
         f"<think>{why}</think>\n{workflow}"
-        for n, (question, why, workflow) in enumerate(EXAMPLES, 1)
+        for n, (question, why, workflow) in enumerate(EXAMPLES if examples else (), 1)
     )
     return (
         "You are the Conductor of a team of language models. You do not answer questions "
@@ -112,8 +115,7 @@ def system_prompt(
         f"Rules: at most {max_steps} steps; steps are numbered from 0; a step may see only "
         "earlier steps; steps that see nothing of each other run at the same time. The last "
         "step's answer is returned to the user, so the last step must give the complete final "
-        "answer.\n\n"
-        f"{examples}"
+        "answer." + (f"\n\n{shown}" if shown else "")
     )
 
 
@@ -126,6 +128,7 @@ def conductor_messages(
     max_steps: int = 5,
     context: RecursionRequest | None = None,
     tools: Sequence[str] = WITHOUT_SCORER,
+    examples: bool = True,
 ) -> list[Message]:
     request = f"Question: {question}"
     if context is not None:
@@ -141,7 +144,14 @@ def conductor_messages(
         )
     return [
         system(
-            system_prompt(workers, strengths, conductor=conductor, max_steps=max_steps, tools=tools)
+            system_prompt(
+                workers,
+                strengths,
+                conductor=conductor,
+                max_steps=max_steps,
+                tools=tools,
+                examples=examples,
+            )
         ),
         user(request),
     ]

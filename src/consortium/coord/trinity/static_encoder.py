@@ -26,11 +26,10 @@ from typing import Any
 
 import numpy as np
 
+from consortium.coord.trinity.defaults import STATIC_MINILM_NAME
 from consortium.coord.trinity.encoder import minilm_cache_path, minilm_dir
 from consortium.core.errors import ConfigError
 from consortium.core.quiet import quiet_transformers
-
-STATIC_MINILM_NAME = "all-MiniLM-L6-v2-static"
 
 
 def _model2vec_version() -> str:

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from consortium.coordinate.cost_measure import figure_label
-from consortium.coordinate.scorer import MATCHES_THE_VOTE
-from consortium.coordinate.selection import TOLERANCE
 from consortium.core.costs import CostMeasure
+from consortium.evaluation.recorded.cost_measure import figure_label
+from consortium.evaluation.recorded.scorer import MATCHES_THE_VOTE
+from consortium.evaluation.recorded.selection import TOLERANCE
 
 
 def cost_label(summary: Mapping[str, Any]) -> str:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from consortium.coordinate.outcomes import OutcomeTable
-from consortium.coordinate.runs import PolicyRun, charge, new_run
+from consortium.evaluation.recorded.outcomes import OutcomeTable
+from consortium.evaluation.recorded.runs import PolicyRun, charge, new_run
 from consortium.train.routers import KnnRouter, MlpRouter
 
 KNN_K = 25

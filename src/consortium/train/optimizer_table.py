@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from consortium.coordinate.episodes import Episodes
-from consortium.coordinate.training import Budget, mean_reward, run_head, train_head
+from consortium.evaluation.recorded.episodes import Episodes
+from consortium.train.recorded_turns import Budget, mean_reward, run_head, train_head
 
 OPTIMIZER_NAMES = {
     "es": "sep-CMA-ES",

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from consortium.coord.answers.folder import AnswerPolicy
 from consortium.coord.answers.kinds import CHECKED_KINDS, RULE_KINDS
-from consortium.coordinate.fit_policy import fit_answer_policy
 from consortium.core.costs import CostMeasure
 from consortium.core.errors import ConfigError
 from consortium.records.store import load_records
+from consortium.train.answer_policy import fit_answer_policy
 
 AUTO = "auto"
 """The kinds `auto` tries: every rule kind that applies to the records' answer kind. TRINITY is

@@ -10,15 +10,18 @@ from typing import Any
 
 import numpy as np
 
-from consortium.coordinate import baselines
-from consortium.coordinate.cost_measure import figure_label
-from consortium.coordinate.episodes import Episodes
-from consortium.coordinate.optimizer_table import optimizer_table
-from consortium.coordinate.outcomes import OutcomeTable
-from consortium.coordinate.routers import router_runs
-from consortium.coordinate.runs import PolicyRun, train_accuracy, train_cost
-from consortium.coordinate.scorer import cascade_matching_the_vote, frugal_family, scorer_vote
-from consortium.coordinate.selection import (
+from consortium.core.costs import CostMeasure
+from consortium.evaluation.recorded import baselines
+from consortium.evaluation.recorded.cost_measure import figure_label
+from consortium.evaluation.recorded.episodes import Episodes
+from consortium.evaluation.recorded.outcomes import OutcomeTable
+from consortium.evaluation.recorded.runs import PolicyRun, train_accuracy, train_cost
+from consortium.evaluation.recorded.scorer import (
+    cascade_matching_the_vote,
+    frugal_family,
+    scorer_vote,
+)
+from consortium.evaluation.recorded.selection import (
     TOLERANCE,
     eligible,
     select_best,
@@ -26,9 +29,10 @@ from consortium.coordinate.selection import (
     untold,
     untold_on_cost,
 )
-from consortium.coordinate.training import Budget, run_head, train_head
-from consortium.coordinate.transcript_text import TranscriptText
-from consortium.core.costs import CostMeasure
+from consortium.evaluation.recorded.transcript_text import TranscriptText
+from consortium.train.optimizer_table import optimizer_table
+from consortium.train.recorded_turns import Budget, run_head, train_head
+from consortium.train.router_runs import router_runs
 
 LAMBDAS = (0.0, 0.05, 0.2, 0.5)
 """λ in units of the best single model's mean cost per question (train split)."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from consortium.coord.trinity.encoder import Standardizer
-from consortium.coordinate.outcomes import OutcomeTable
+from consortium.evaluation.recorded.outcomes import OutcomeTable
 from consortium.records.store import Records
 
 TokenSums = Callable[[Sequence[str]], np.ndarray]

@@ -12,20 +12,20 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from consortium.coordinate.baselines import ceiling, cost_floor
-from consortium.coordinate.cost_lines import (
+from consortium.core.costs import unit
+from consortium.evaluation.recorded.baselines import ceiling, cost_floor
+from consortium.evaluation.recorded.selection import TOLERANCE, paired_bootstrap
+from consortium.evaluation.recorded.transcript_text import DIMS
+from consortium.tasks.code_checks import ExampleCoverage
+from consortium.train.coordination_report.cost_lines import (
     cost_label,
     cost_lines,
     cost_text,
     interval_text,
     vote_match_lines,
 )
-from consortium.coordinate.pipeline import READING, TRINITY_DECLARED, DatasetResult
-from consortium.coordinate.selection import TOLERANCE, paired_bootstrap
-from consortium.coordinate.targets import judged
-from consortium.coordinate.transcript_text import DIMS
-from consortium.core.costs import unit
-from consortium.tasks.code_checks import ExampleCoverage
+from consortium.train.coordination_report.pipeline import READING, TRINITY_DECLARED, DatasetResult
+from consortium.train.coordination_report.targets import judged
 
 DECLARED = (
     "Pool: replay of recorded outputs of real models (records folders, consortium.records), "
@@ -59,7 +59,7 @@ COST_DECLARED = {
 READING_DECLARED = (
     f"The ablation row '{READING}' differs in one thing: its head also reads {DIMS} whitened "
     "principal components of the static MiniLM feature (all-MiniLM-L6-v2-static) of the question "
-    "and the Worker answers so far (consortium.coordinate.transcript_text)."
+    "and the Worker answers so far (consortium.evaluation.recorded.transcript_text)."
 )
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from consortium.coord.answers.rules import Seen, weighted_plurality
-from consortium.coordinate.outcomes import OutcomeTable, Sample
+from consortium.evaluation.recorded.outcomes import OutcomeTable, Sample
 
 Asked = list[tuple[int, int]]
 """(model, sample index) pairs a policy asked for, in order."""

@@ -33,9 +33,9 @@ from consortium.coord.answers.trinity_turns import (
 )
 from consortium.coord.answers.trinity_turns import VERIFIER as VERIFIER_ROLE
 from consortium.coord.answers.trinity_turns import WORKER as WORKER_ROLE
-from consortium.coordinate.outcomes import OutcomeTable, Sample
-from consortium.coordinate.runs import PolicyRun, new_run
-from consortium.coordinate.transcript_text import TranscriptText
+from consortium.evaluation.recorded.outcomes import OutcomeTable, Sample
+from consortium.evaluation.recorded.runs import PolicyRun, new_run
+from consortium.evaluation.recorded.transcript_text import TranscriptText
 
 ROLE_NAMES = (WORKER_ROLE, VERIFIER_ROLE)
 """The role rows a head trained on records has, in order (a Thinker has no simulation)."""

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from consortium.coord.answers.rules import NO_ANSWER, Ask, Rule, Seen
 from consortium.coord.answers.stages import MAX_DECISIONS
-from consortium.coordinate.outcomes import OutcomeTable, Sample
-from consortium.coordinate.runs import Asked, PolicyRun, charge, new_run
+from consortium.evaluation.recorded.outcomes import OutcomeTable, Sample
+from consortium.evaluation.recorded.runs import Asked, PolicyRun, charge, new_run
 
 
 @dataclass(frozen=True)

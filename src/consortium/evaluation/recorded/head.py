@@ -11,7 +11,7 @@ import numpy as np
 
 from consortium.coord.answers.rules import Submit
 from consortium.coord.answers.stages import MAX_DECISIONS
-from consortium.coordinate.episodes import Episodes, Transcript
+from consortium.evaluation.recorded.episodes import Episodes, Transcript
 
 
 @dataclass(frozen=True)

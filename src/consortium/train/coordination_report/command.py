@@ -8,19 +8,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from consortium.coordinate.cost_measure import in_measure, require_measure
-from consortium.coordinate.outcomes import Verdicts
-from consortium.coordinate.pipeline import LAMBDAS, DatasetResult, run_dataset
-from consortium.coordinate.report import dataset_summary, write_report
-from consortium.coordinate.routers import question_features
-from consortium.coordinate.tables import outcome_table
-from consortium.coordinate.targets import GROUP_TARGETS, TARGETS, group_summary
-from consortium.coordinate.training import Budget
-from consortium.coordinate.transcript_text import transcript_text
 from consortium.core.costs import CostMeasure
+from consortium.evaluation.recorded.cost_measure import in_measure, require_measure
+from consortium.evaluation.recorded.outcomes import Verdicts
+from consortium.evaluation.recorded.tables import outcome_table
+from consortium.evaluation.recorded.transcript_text import transcript_text
 from consortium.records.agreement import grade_warnings
 from consortium.records.store import Records, load_records
 from consortium.tasks.code_checks import example_coverage
+from consortium.train.coordination_report.pipeline import LAMBDAS, DatasetResult, run_dataset
+from consortium.train.coordination_report.report import dataset_summary, write_report
+from consortium.train.coordination_report.targets import GROUP_TARGETS, TARGETS, group_summary
+from consortium.train.recorded_turns import Budget
+from consortium.train.router_runs import question_features
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 The rule's parameters (weights, order, the cascade's members and threshold) come from the train
 split only; its figures on both splits come from playing the same rule on the recorded samples
-(`consortium.coordinate.rule_runs`), so the folder states what the live policy would score on
-that pool."""
+(`consortium.evaluation.recorded.rule_runs`), so the folder states what the live policy would
+score on that pool."""
 
 from __future__ import annotations
 
@@ -17,19 +17,19 @@ from consortium.coord.answers.kinds import CHECKED_KINDS, RULE_KINDS, TURN_KINDS
 from consortium.coord.answers.live import LIVE_KINDS
 from consortium.coord.answers.rules import Rule, SingleAnswer
 from consortium.coord.answers.trinity_turns import STOPS, TrinityTurns
-from consortium.coordinate import baselines, scorer
-from consortium.coordinate.cost_measure import in_measure
-from consortium.coordinate.episodes import Episodes, run_trinity
-from consortium.coordinate.outcomes import OutcomeTable
-from consortium.coordinate.rule_runs import run_rule
-from consortium.coordinate.runs import PolicyRun, train_accuracy, train_cost
-from consortium.coordinate.selection import select_best, ties
-from consortium.coordinate.tables import outcome_table
-from consortium.coordinate.training import Budget, train_head
 from consortium.core.costs import CostMeasure
 from consortium.core.errors import ConfigError
+from consortium.evaluation.recorded import baselines, scorer
+from consortium.evaluation.recorded.cost_measure import in_measure
+from consortium.evaluation.recorded.episodes import Episodes, run_trinity
+from consortium.evaluation.recorded.outcomes import OutcomeTable
+from consortium.evaluation.recorded.rule_runs import run_rule
+from consortium.evaluation.recorded.runs import PolicyRun, train_accuracy, train_cost
+from consortium.evaluation.recorded.selection import select_best, ties
+from consortium.evaluation.recorded.tables import outcome_table
 from consortium.records.schema import OUTPUTS
 from consortium.records.store import load_records
+from consortium.train.recorded_turns import Budget, train_head
 
 
 def _figures(run: PolicyRun, questions: np.ndarray) -> Figures:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from consortium.coordinate.runs import PolicyRun
+from consortium.evaluation.recorded.runs import PolicyRun
 
 TOLERANCE = 0.3
 """Points of accuracy the cost target allows below the best single model."""

@@ -12,10 +12,10 @@ import numpy as np
 
 from consortium.coord.answers import scoring
 from consortium.coord.answers.scored import ScorerCascade, ScorerPick
-from consortium.coordinate.outcomes import OutcomeTable, Sample
-from consortium.coordinate.rule_runs import run_rule, seen_of
-from consortium.coordinate.runs import Asked, PolicyRun, train_cost
-from consortium.coordinate.selection import TOLERANCE, select_cheap
+from consortium.evaluation.recorded.outcomes import OutcomeTable, Sample
+from consortium.evaluation.recorded.rule_runs import run_rule, seen_of
+from consortium.evaluation.recorded.runs import Asked, PolicyRun, train_cost
+from consortium.evaluation.recorded.selection import TOLERANCE, select_cheap
 
 MATCHES_THE_VOTE = f"the cheapest within {TOLERANCE} pts of the weighted vote (train)"
 SCORER_VOTE = "learned answer scorer (all models, FrugalGPT features)"

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from consortium.coord.answers.keys import agreement_for
-from consortium.coordinate.outcomes import OutcomeTable, Verdicts, build_table
+from consortium.evaluation.recorded.outcomes import OutcomeTable, Verdicts, build_table
 from consortium.records.store import Records
 from consortium.tasks.code import extract_code
 from consortium.tasks.code_checks import behaviour_key, check_all

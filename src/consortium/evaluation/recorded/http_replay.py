@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import httpx
 
 from consortium.coord.answers.keys import agreement_for
-from consortium.coordinate.episodes import VERIFIER
 from consortium.core.wire import SAMPLE_HEADER
+from consortium.evaluation.recorded.episodes import VERIFIER
 from consortium.records.grading import Verdict, grade_text
 from consortium.records.schema import AnswerKind
 

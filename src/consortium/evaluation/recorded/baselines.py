@@ -14,9 +14,9 @@ import numpy as np
 from consortium.coord.answers.programs import ExampleFilter, FilterAndCluster
 from consortium.coord.answers.rules import MAX_SAMPLES as RULE_MAX_SAMPLES
 from consortium.coord.answers.rules import ModelSwitch, MotCascade, SingleAnswer, WeightedVote
-from consortium.coordinate.outcomes import OutcomeTable
-from consortium.coordinate.rule_runs import run_rule
-from consortium.coordinate.runs import (
+from consortium.evaluation.recorded.outcomes import OutcomeTable
+from consortium.evaluation.recorded.rule_runs import run_rule
+from consortium.evaluation.recorded.runs import (
     Asked,
     PolicyRun,
     charge,
@@ -132,7 +132,7 @@ def mot_cascade_rule_of(table: OutcomeTable, run: PolicyRun) -> MotCascade:
 def mot_family(table: OutcomeTable) -> list[PolicyRun]:
     """Strong model: one of the 3 most accurate (train); cheap set: one or two of the 3 cheapest
     models cheaper than it; threshold 0.6 or 1.0; a train-split rule picks among them
-    (consortium.coordinate.selection)."""
+    (consortium.evaluation.recorded.selection)."""
     cost = train_cost(table)
     accuracy = train_accuracy(table)
     runs = []

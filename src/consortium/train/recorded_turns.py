@@ -11,15 +11,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from consortium.coordinate.episodes import (
+from consortium.evaluation.recorded.episodes import (
     ROLE_NAMES,
     VERIFIER,
     Episodes,
     Transcript,
     run_trinity,
 )
-from consortium.coordinate.head import n_weights, rollout
-from consortium.coordinate.runs import PolicyRun
+from consortium.evaluation.recorded.head import n_weights, rollout
+from consortium.evaluation.recorded.runs import PolicyRun
 from consortium.train.optimizers import Outcome, make_optimizer
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, replace
 
-from consortium.coordinate.outcomes import OutcomeTable
 from consortium.core.costs import CostMeasure, cost_of, unit
+from consortium.evaluation.recorded.outcomes import OutcomeTable
 from consortium.records.errors import RecordsError
 from consortium.records.store import Records
 

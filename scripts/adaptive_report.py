@@ -1,0 +1,274 @@
+"""The markdown of reports/conductor-adaptive.md from the summary `conductor_adaptive.py` builds."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from consortium.train.conductor_eval import (
+    figures_by_set,
+    paired_difference,
+    shape_label,
+    shape_test,
+)
+from consortium.train.workflow_reward import Scored
+
+BASELINES = ("best single", "vote (all)")
+
+
+def _p(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3g}"
+
+
+def shape_rows(test: dict[str, Any]) -> list[str]:
+    shapes = sorted({s for found in test["table"].values() for s in found})
+    if not shapes:
+        return ["No valid workflow: no shapes to compare."]
+    lines = [
+        "| data set | " + " | ".join(shapes) + " |",
+        "|---|" + "---|" * len(shapes),
+    ]
+    for name, found in sorted(test["table"].items()):
+        lines.append(f"| {name} | " + " | ".join(str(found.get(s, 0)) for s in shapes) + " |")
+    lines += [
+        "",
+        f"Chi-square {_p(test['statistic'])}, scipy p {_p(test['p_chi2'])}, permutation p "
+        f"{_p(test['p_permutation'])}" + (f" ({test['note']})" if test["note"] else "") + ".",
+    ]
+    return lines
+
+
+def reward_table(logs: dict[str, list[dict[str, Any]]], group: int, per_step: int) -> list[str]:
+    """Mean reward of each batch against the rollouts spent so far, for every training run."""
+    lines = [
+        "| run | rollouts spent | mean reward of the batch | valid | right | $ per workflow |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, rows in logs.items():
+        for row in rows:
+            spent = row.get("rollouts") or int(row["step"]) * group * per_step
+            lines.append(
+                f"| {name} | {spent} | {row.get('reward', 0):.3f} | {row.get('parsed', 0):.0%} | "
+                f"{row.get('right', 0):.0%} | {row.get('cost', 0):.5f} |"
+            )
+    return lines
+
+
+def trained(summary: dict[str, Any]) -> list[str]:
+    return [k for k in summary["figures"] if k not in (*BASELINES, "base", "warm start")]
+
+
+def target_lines(summary: dict[str, Any]) -> list[str]:
+    """The two targets, checked from the figures: met or not, with the numbers."""
+    if not trained(summary):
+        return [
+            "No trained conductor was evaluated on the test subset (`--evaluate`): both targets "
+            "are **not met** here (unmeasured)."
+        ]
+    lines = []
+    before = summary["shapes"].get("warm start", {}).get("p_permutation")
+    for label in trained(summary):
+        after = summary["shapes"][label]["p_permutation"]
+        met = after is not None and after < 0.01 and (before is None or before >= 0.01)
+        lines.append(
+            f"- Shapes differ between data sets after training at p < 0.01 and not before "
+            f"({label}): **{'met' if met else 'not met'}** (permutation p after {_p(after)}, "
+            f"after the warm start {_p(before)})."
+        )
+    figures = summary["figures"]
+    for label in trained(summary):
+        if label.endswith("λ=0"):  # the targets are for a cost-aware conductor
+            continue
+        good = []
+        for name, row in figures[label].items():
+            best = figures["best single"][name]
+            diff, low, _ = summary["versus_best"][label][name]
+            cheap = best["cost"] > 0 and row["cost"] <= 0.6 * best["cost"]
+            if (diff >= -0.5 and cheap) or low > 0:
+                good.append(name)
+        lines.append(
+            f"- {label} within 0.5 pts of the best single at ≤ 60 % of its cost, or above it "
+            f"with CI > 0, on two of four sets: **{'met' if len(good) >= 2 else 'not met'}** "
+            f"({', '.join(good) or 'no set'})."
+        )
+    return lines
+
+
+def markdown(summary: dict[str, Any], command: str) -> str:
+    settings = summary["settings"]
+    sets = summary["sets"]
+    lines = [
+        "# A Conductor that learns how big a team each task needs (mixed records pool)",
+        "",
+        f"Made by `{command}`.",
+        "",
+        "SmolLM2-135M-Instruct (the pinned GGUF, dequantized) conducts the recorded answers of "
+        "real models: one records replay server serves GSM8K, MATH, HumanEval and DATE; each "
+        "training question shows a random subset (at least 2) of its own data set's models, each "
+        "test question all of them. Declared simulation: a step's answer is its model's recorded "
+        "sample whatever it is told or shown, so a workflow's answer is its last model step's "
+        "recorded answer unless a tool step (`vote`, `check`) picks another. The prompt has no "
+        "example workflows (`examples=0`); the warm start teaches the format. Reward = gate x "
+        "(1 right / 0.5 wrong − λ x $ / the set's best single model's mean $ on its train split). "
+        "Everything ran on this machine's 2 shared CPU cores.",
+        "",
+        "| data set | models | best single (train) | its accuracy | its mean $ (the cost unit) |",
+        "|---|---|---|---|---|",
+    ]
+    for name, info in sorted(sets.items()):
+        lines.append(
+            f"| {name} | {', '.join(info['roster'])} | {info['best_model']} | "
+            f"{info['best_accuracy']:.1%} | {info['cost_unit']:.5f} |"
+        )
+    lines += [
+        "",
+        f"Budget: warm start {settings['sft_steps']} SFT steps x {settings['sft_batch']} "
+        f"examples (lr {settings['sft_lr']}); each trained conductor up to "
+        f"{settings['rollouts']} rollouts ({settings['questions_per_step']} questions x "
+        f"{settings['group_size']} workflows per step or round; what each run spent is in the "
+        f"reward table below), at λ = {settings['lambdas']}. Test subset: "
+        f"{settings['test_per_set']} questions per data set (greedy). The stages may run as "
+        "separate invocations over one work folder (it resumes); seconds of each stage's last "
+        f"invocation: {', '.join(f'{k} {v:.0f}' for k, v in summary['seconds'].items())}.",
+        "",
+        "## Shapes sampled after the warm start (temperature 1, training questions)",
+        "",
+    ]
+    sampled = summary["sampled_warm"]
+    scores = sampled["scores"]
+    valid = [s for s in scores if s["valid"]]
+    lines.append(
+        f"{sampled['questions']} questions x {sampled['samples']} samples: {len(valid)}/"
+        f"{len(scores)} valid."
+    )
+    for key, index in (("steps", 0), ("distinct workers", 1), ("tool steps", 2)):
+        counts = Counter(s["shape"][index] for s in valid)
+        shown = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items()))
+        lines.append(f"- {key}: {shown or '—'}")
+    lines += ["", *shape_rows(summary["shapes_sampled_warm"]), ""]
+    lines += [
+        "## Test subset: accuracy, $ and calls per question",
+        "",
+        "Difference vs best single: accuracy points with a 95% paired bootstrap interval.",
+        "",
+        "| data set | conductor | valid | accuracy | $ per question | $ vs best single | calls "
+        "| vs best single (pts, CI) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    figures = summary["figures"]
+    for name in sorted(sets):
+        best_cost = figures["best single"][name]["cost"] or 1.0
+        for label, by_set in figures.items():
+            f = by_set[name]
+            diff, low, high = summary["versus_best"][label][name]
+            lines.append(
+                f"| {name} | {label} | {f['valid']:.0%} | {f['accuracy']:.0%} | "
+                f"{f['cost']:.5f} | {f['cost'] / best_cost:.0%} | {f['calls']:.2f} | "
+                f"{diff:+.0f} ({low:+.0f}, {high:+.0f}) |"
+            )
+    lines += ["", "## Targets", "", *target_lines(summary)]
+    lines += ["", "## Workflow shapes per data set on the test subset (greedy)", ""]
+    for label, test in summary["shapes"].items():
+        lines += [f"### {label}", "", *shape_rows(test), ""]
+    lines += ["## Reward per rollout spent (GRPO and rejection-sampling fine-tuning)", ""]
+    lines += reward_table(summary["logs"], settings["group_size"], settings["questions_per_step"])
+    timed = [row for rows in summary["logs"].values() for row in rows if "seconds" in row]
+    if timed:
+        per_rollout = sum(r["seconds"] for r in timed) / sum(
+            r["rollouts"] - (r["round"] - 1) * r["rollouts"] / r["round"] for r in timed
+        )
+        lines += [
+            "",
+            f"Measured: {per_rollout:.0f} s per rollout (sampling, replay, fine-tuning; RFT "
+            f"rounds on this shared machine), so 800 rollouts would take about "
+            f"{800 * per_rollout / 3600:.1f} h per training run.",
+        ]
+    lines += ["", "## Example workflows (greedy, test subset)", ""]
+    for label, by_set in summary["examples"].items():
+        if label == "base":
+            continue
+        for name, texts in sorted(by_set.items()):
+            lines += [f"### {label} · {name}", ""]
+            for text in texts[:10]:
+                lines += ["```", text.strip(), "```"]
+            lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def scored_json(scores: list[Scored]) -> list[dict[str, Any]]:
+    return [s.__dict__ | {"shape": list(s.shape) if s.shape else None} for s in scores]
+
+
+def scored_from(rows: list[dict[str, Any]]) -> list[Scored]:
+    return [Scored(**(r | {"shape": tuple(r["shape"]) if r["shape"] else None})) for r in rows]
+
+
+def summary_of(work: Any) -> dict[str, Any]:
+    # work: conductor_adaptive.Work (args, root, test), which imports this module
+    """Everything the report shows, from what the stages wrote."""
+    args = work.args
+    evaluated = json.loads((work.root / "eval" / "scores.json").read_text())
+    task_of = {t.id: t for t in work.test.tasks}
+    tasks = [task_of[i] for i in evaluated["task_ids"]]
+    scores = {label: scored_from(rows) for label, rows in evaluated["scores"].items()}
+    figures = {label: figures_by_set(tasks, found) for label, found in scores.items()}
+    versus_best: dict[str, dict[str, tuple[float, float, float]]] = {}
+    for label, found in scores.items():
+        versus_best[label] = {}
+        for name in work.test.sets:
+            picked = [i for i, t in enumerate(tasks) if t.meta["dataset"] == name]
+            versus_best[label][name] = paired_difference(
+                [found[i].right for i in picked], [scores["best single"][i].right for i in picked]
+            )
+
+    def labels(found: list[Scored], datasets: list[str]) -> dict[str, list[str]]:
+        grouped: dict[str, list[str]] = {}
+        for name, scored in zip(datasets, found, strict=True):
+            grouped.setdefault(name, []).append(shape_label(scored))
+        return grouped
+
+    test_sets = [t.meta["dataset"] for t in tasks]
+    shapes = {
+        label: shape_test(labels(found, test_sets), seed=args.seed)
+        for label, found in scores.items()
+        if label not in ("best single", "vote (all)")
+    }
+    sampled = json.loads((work.root / "shapes-warm.json").read_text())
+    warm_sampled = shape_test(
+        labels(
+            [
+                Scored(0.0, r["valid"], shape=tuple(r["shape"]) if r["shape"] else None)
+                for r in sampled["scores"]
+            ],
+            sampled["datasets"],
+        )
+    )
+    examples: dict[str, dict[str, list[str]]] = {}
+    for label, found in evaluated["texts"].items():
+        if label in ("best single", "vote (all)"):
+            continue
+        examples[label] = {}
+        for task, text in zip(tasks, found, strict=True):
+            examples[label].setdefault(task.meta["dataset"], []).append(text)
+    logs = {}
+    for path in sorted(work.root.glob("*-l*")):
+        log = path / ("rewards.jsonl" if path.name.startswith("grpo") else "rounds.jsonl")
+        if log.exists():
+            logs[path.name] = [json.loads(line) for line in log.read_text().splitlines() if line]
+    seconds = {
+        path.parent.name: json.loads(path.read_text())["seconds"]
+        for path in sorted(work.root.glob("*/seconds.json"))
+    }
+    return {
+        "sets": {name: info.__dict__ for name, info in work.test.sets.items()},
+        "settings": {k: v for k, v in vars(args).items() if k not in ("work", "out")},
+        "figures": {k: {n: f.__dict__ for n, f in v.items()} for k, v in figures.items()},
+        "versus_best": versus_best,
+        "shapes": {k: v.__dict__ for k, v in shapes.items()},
+        "shapes_sampled_warm": warm_sampled.__dict__,
+        "sampled_warm": sampled,
+        "examples": examples,
+        "logs": logs,
+        "seconds": seconds,
+    }

@@ -1,0 +1,380 @@
+"""A Conductor that learns how big a team each task needs: `make conductor-adaptive`.
+
+    python scripts/conductor_adaptive.py --work .consortium/conductor-adaptive
+
+SmolLM2-135M-Instruct conducts the recorded answers of real models on a mixed pool: the train
+splits of GSM8K, MATH, HumanEval and DATE over one records replay server serving all four folders,
+each question showing a random subset of its own data set's models (`train.mixed_pool`). Stages,
+each kept in WORK and skipped when already there (the command resumes):
+
+1. warm start: SFT on example workflows of 1 to 5 steps, with and without tool steps;
+2. shapes: workflows sampled at temperature 1 after the warm start (steps, workers, tool steps);
+3. GRPO and rejection-sampling fine-tuning (RFT) from the warm start, the same rollout budget,
+   at λ = 0 and λ > 0 (reward = gate x (right - λ x cost / best single model's mean $));
+4. evaluation on each data set's test subset (greedy): accuracy, $ and calls per question of the
+   base, warm-started and trained conductors beside the best single model and the vote over all
+   of the set's models; the shape table per set with a chi-square test; example workflows.
+
+Writes reports/conductor-adaptive.md and .json. A step's answer on replay is its model's recorded
+sample whatever the step is told or shown (declared simulation), so only the last step's model
+and the tool steps decide a workflow's answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from adaptive_report import markdown, scored_json, summary_of
+from consortium.coord.conductor.tools import WITHOUT_SCORER
+from consortium.coord.conductor.workflow import WorkflowError, parse_workflow
+from consortium.pool.config import PoolConfig
+from consortium.replay.launch import ReplayServerProcess
+from consortium.replay.pool import replay_pool
+from consortium.replay.records import load_records_replay
+from consortium.runtime.budget import Limits
+from consortium.smallmodels.files import SMOLLM2
+from consortium.train.base_models import load_tokenizer, resolve_base
+from consortium.train.conductor_eval import (
+    baseline_workflows,
+)
+from consortium.train.grpo import (
+    GRPOSettings,
+    last_complete_checkpoint,
+    train_conductor,
+    training_rows,
+)
+from consortium.train.mixed_pool import MixedTasks, mixed_tasks
+from consortium.train.rejection_sft import RejectionSettings, last_round, rejection_sft
+from consortium.train.workflow_reward import WorkflowReward
+from consortium.train.workflow_sampling import Sampler
+from consortium.train.workflow_sft import WarmStartSettings, warm_start
+from made_by import made_by
+
+FOLDERS = ("records/gsm8k", "records/math", "records/humaneval", "records/date")
+
+
+def say(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+def mixed_pool(folders: tuple[str, ...], base_url: str) -> PoolConfig:
+    """Every recorded model of the folders behind one replay server, with no strengths line
+    (the prompt shows "Model k" and nothing else)."""
+    config = replay_pool(load_records_replay(list(folders)), base_url, max_retries=0)
+    return PoolConfig(models=[m.model_copy(update={"strengths": None}) for m in config.models])
+
+
+class Work:
+    """The work folder: what each stage wrote, and the rows every stage shares."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.root = Path(args.work)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.train = mixed_tasks(FOLDERS, "train", per_set=args.train_per_set, seed=args.seed)
+        self.test = mixed_tasks(
+            FOLDERS, "test", per_set=args.test_per_set, seed=args.seed + 1, infos=self.train.sets
+        )
+        self.base = resolve_base(args.base_model, self.root, args.seed)
+        self.tokenizer = load_tokenizer(self.base)
+
+    def rows(
+        self, tasks: MixedTasks, pool: PoolConfig, seed: int, *, every_worker: bool = False
+    ) -> list[dict[str, Any]]:
+        """Prompt rows: a random subset of each task's roster, or (`every_worker`) all of it."""
+        return training_rows(
+            tasks.tasks,
+            pool,
+            min_workers=99 if every_worker else 2,
+            max_steps=5,
+            seed=seed,
+            chat=False,
+            tokenizer=self.tokenizer,
+            examples=False,
+        )
+
+    @property
+    def warm_dir(self) -> Path:
+        return self.root / "warm-start"
+
+
+def stage_warm(work: Work, pool: PoolConfig) -> None:
+    if (work.warm_dir / "config.json").is_file():
+        return
+    args = work.args
+    settings = WarmStartSettings(
+        steps=args.sft_steps, batch_size=args.sft_batch, learning_rate=args.sft_lr, seed=args.seed
+    )
+    say(f"warm start: {settings.steps} steps x {settings.batch_size} examples")
+    started = time.perf_counter()
+    warm_start(
+        work.base,
+        work.rows(work.train, pool, args.seed),
+        work.warm_dir,
+        settings,
+        on_log=lambda row: say(f"SFT step {int(row['step'])}: loss {row['loss']:.3f}"),
+    )
+    (work.warm_dir / "seconds.json").write_text(
+        json.dumps({"seconds": round(time.perf_counter() - started, 1)})
+    )
+
+
+def reward_of(
+    pool: PoolConfig, tasks: MixedTasks, cost_weight: float, *, max_steps: int = 5
+) -> WorkflowReward:
+    """The reward; `max_steps` above 5 for the baselines (a vote over six models is 7 steps)."""
+    return WorkflowReward(
+        pool,
+        tasks.tasks,
+        tasks.grader,
+        cost_weight=cost_weight,
+        max_steps=max_steps,
+        task_limits=Limits(max_calls=max_steps),
+    )
+
+
+def shape_of(text: str, workers: list[str]) -> tuple[int, int, int] | None:
+    """A workflow's steps, distinct workers and tool steps; None when it does not parse."""
+    try:
+        steps = parse_workflow(text, workers, max_steps=5, tools=WITHOUT_SCORER).steps
+    except WorkflowError:
+        return None
+    called = {step.model for step in steps if not step.tool}
+    return (len(steps), len(called), sum(1 for step in steps if step.tool))
+
+
+def stage_shapes(work: Work, pool: PoolConfig) -> None:
+    """Workflows sampled at temperature 1 after the warm start, on training questions: their
+    shapes as parsed (no worker is called)."""
+    path = work.root / "shapes-warm.json"
+    if path.exists():
+        return
+    args = work.args
+    per_set = mixed_tasks(FOLDERS, "train", per_set=args.shape_questions, seed=args.seed + 7)
+    rows = work.rows(per_set, pool, args.seed + 7)
+    say(f"shapes after the warm start: {len(rows)} questions x {args.shape_samples} samples")
+    started = time.perf_counter()
+    texts = Sampler.load(work.warm_dir).complete(
+        rows,
+        samples=args.shape_samples,
+        temperature=1.0,
+        max_new_tokens=args.max_completion,
+        on_row=lambda index: say(f"sampled row {index + 1}"),
+    )
+    shapes = [
+        shape_of(text, json.loads(row["workers"]))
+        for row, found in zip(rows, texts, strict=True)
+        for text in found
+    ]
+    path.write_text(
+        json.dumps(
+            {
+                "questions": len(rows),
+                "samples": args.shape_samples,
+                "datasets": [
+                    r["task_id"].split("/")[0] for r in rows for _ in range(args.shape_samples)
+                ],
+                "scores": [{"valid": s is not None, "shape": s} for s in shapes],
+                "texts": [t for found in texts for t in found],
+                "seconds": round(time.perf_counter() - started, 1),
+            }
+        )
+    )
+
+
+def lambdas(args: argparse.Namespace) -> list[float]:
+    return [float(v) for v in args.lambdas.split(",")]
+
+
+def stage_train(work: Work, pool: PoolConfig) -> None:
+    args = work.args
+    rows = work.rows(work.train, pool, args.seed)
+    groups = args.rollouts // args.group_size
+    for cost_weight in lambdas(args):
+        for method in args.methods.split(","):
+            out = work.root / f"{method}-l{cost_weight:g}"
+            if (out / "model" / "config.json").is_file():
+                continue
+            say(f"{method} at λ={cost_weight:g}: {args.rollouts} rollouts")
+            started = time.perf_counter()
+            if method == "grpo":
+                train_conductor(
+                    str(work.warm_dir),
+                    pool,
+                    work.train.tasks,
+                    work.train.grader,
+                    out,
+                    GRPOSettings(
+                        steps=groups // args.questions_per_step,
+                        questions_per_step=args.questions_per_step,
+                        group_size=args.group_size,
+                        learning_rate=args.grpo_lr,
+                        max_completion_length=args.max_completion,
+                        save_steps=1,
+                        seed=args.seed,
+                        cost_weight=cost_weight,
+                        examples=False,
+                    ),
+                    resume=True,
+                    on_log=lambda row: say(f"GRPO {json.dumps(row)}"),
+                )
+            else:
+                reward = reward_of(pool, work.train, cost_weight)
+                try:
+                    rejection_sft(
+                        str(work.warm_dir),
+                        rows,
+                        reward,
+                        out,
+                        RejectionSettings(
+                            rounds=groups // args.questions_per_step,
+                            questions_per_round=args.questions_per_step,
+                            samples=args.group_size,
+                            learning_rate=args.rft_lr,
+                            max_completion_length=args.max_completion,
+                            seed=args.seed,
+                        ),
+                        resume=True,
+                        on_log=lambda row: say(f"RFT {json.dumps(row)}"),
+                    )
+                finally:
+                    reward.close()
+            (out / "seconds.json").write_text(
+                json.dumps({"seconds": round(time.perf_counter() - started, 1)})
+            )
+
+
+def trained_model(out: Path, method: str) -> Path | None:
+    """A run's final model, or (a run stopped early) its last complete checkpoint or round."""
+    if (out / "model" / "config.json").is_file():
+        return out / "model"
+    if method == "rft":
+        done = last_round(out)
+        return out / f"round-{done}" if done else None
+    return last_complete_checkpoint(out / "checkpoints") if out.is_dir() else None
+
+
+def conductors(work: Work) -> dict[str, str]:
+    """The conductors to evaluate, by label: the base, the warm start and each trained one
+    (those `--evaluate` names, when it names some)."""
+    found = {"base": work.base, "warm start": str(work.warm_dir)}
+    for cost_weight in lambdas(work.args):
+        for method in work.args.methods.split(","):
+            model = trained_model(work.root / f"{method}-l{cost_weight:g}", method)
+            if model is not None:
+                found[f"{method.upper()} λ={cost_weight:g}"] = str(model)
+    chosen = work.args.evaluate
+    if chosen == "all":
+        return found
+    names = {name.strip() for name in chosen.split(",")}
+    return {label: model for label, model in found.items() if label in names}
+
+
+def stage_eval(work: Work, pool: PoolConfig) -> None:
+    """Greedy workflows of every conductor and the baselines on the test subset, scored."""
+    folder = work.root / "eval"
+    folder.mkdir(exist_ok=True)
+    args = work.args
+    rows = work.rows(work.test, pool, args.seed + 1, every_worker=True)
+    texts: dict[str, list[str]] = {}
+    for label, model in conductors(work).items():
+        path = folder / f"{label.replace(' ', '_')}.texts.json"
+        if not path.exists():
+            say(f"greedy workflows of {label} on {len(rows)} test questions")
+            done = Sampler.load(model).complete(rows, max_new_tokens=args.max_completion)
+            path.write_text(json.dumps([found[0] for found in done]))
+        texts[label] = json.loads(path.read_text())
+    for name in ("best single", "vote (all)"):
+        texts[name] = [
+            baseline_workflows(
+                json.loads(row["workers"]), work.test.sets[row["task_id"].split("/")[0]]
+            )[name]
+            for row in rows
+        ]
+    reward = reward_of(pool, work.test, max(lambdas(args)), max_steps=10)
+    try:
+        scores = {
+            label: scored_json(
+                reward.score(
+                    [
+                        (text, row["task_id"], json.loads(row["workers"]))
+                        for row, text in zip(rows, found, strict=True)
+                    ]
+                )
+            )
+            for label, found in texts.items()
+        }
+    finally:
+        reward.close()
+    (folder / "scores.json").write_text(
+        json.dumps({"task_ids": [r["task_id"] for r in rows], "texts": texts, "scores": scores})
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--work", required=True, help="training folder (kept; resumes)")
+    parser.add_argument("--out", default="reports")
+    parser.add_argument("--stages", default="warm,shapes,train,eval,report")
+    parser.add_argument("--train-per-set", type=int, default=50)
+    parser.add_argument("--test-per-set", type=int, default=5)
+    parser.add_argument("--sft-steps", type=int, default=24)
+    parser.add_argument("--sft-batch", type=int, default=2)
+    parser.add_argument("--sft-lr", type=float, default=1e-4)
+    parser.add_argument("--shape-questions", type=int, default=2, help="per data set")
+    parser.add_argument("--shape-samples", type=int, default=4)
+    parser.add_argument("--methods", default="grpo,rft")
+    parser.add_argument("--lambdas", default="0.2", help="λ values of the trained conductors")
+    parser.add_argument("--rollouts", type=int, default=24, help="per training run")
+    parser.add_argument("--questions-per-step", type=int, default=2)
+    parser.add_argument("--group-size", type=int, default=4)
+    parser.add_argument("--grpo-lr", type=float, default=5e-6)
+    parser.add_argument("--rft-lr", type=float, default=5e-5)
+    parser.add_argument("--max-completion", type=int, default=160)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--evaluate",
+        default="all",
+        help="the conductors evaluated: all, or labels such as 'base,warm start,RFT λ=0.2'",
+    )
+    parser.add_argument(
+        "--base-model", default=SMOLLM2.name, help="the conductor's base ('tiny': a smoke run)"
+    )
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    stages = set(args.stages.split(","))
+    work = Work(args)
+    if "warm" in stages:
+        stage_warm(work, mixed_pool(FOLDERS, "http://unused"))
+    if "shapes" in stages:
+        stage_shapes(work, mixed_pool(FOLDERS, "http://unused"))
+    if stages & {"train", "eval"}:
+        with ReplayServerProcess(None, records=list(FOLDERS)) as server:
+            pool = mixed_pool(FOLDERS, server.base_url)
+            if "train" in stages:
+                stage_train(work, pool)
+            if "eval" in stages:
+                stage_eval(work, pool)
+    if "report" in stages:
+        summary = summary_of(work)
+        command = made_by("conductor_adaptive.py", sys.argv[1:])
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        text = markdown(summary, command)
+        (out / "conductor-adaptive.md").write_text(text)
+        (out / "conductor-adaptive.json").write_text(
+            json.dumps(summary, indent=2, default=str).replace(str(work.root.resolve()), "WORK")
+        )
+        print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,248 @@
+"""The mixed records pool, the cost-aware reward, the warm start's shapes, rejection-sampling
+fine-tuning and the shape test of `scripts/conductor_adaptive.py`."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from consortium.coord.conductor.prompt import conductor_messages
+from consortium.pool.config import PoolConfig
+from consortium.records import load_records
+from consortium.records.prices import cost_of
+from consortium.records.split import split_of
+from consortium.replay.launch import ReplayServerProcess
+from consortium.replay.pool import replay_pool
+from consortium.replay.records import load_records_replay
+from consortium.runtime.budget import Limits
+from consortium.train.conductor_eval import baseline_workflows, paired_difference, shape_test
+from consortium.train.grpo import training_rows
+from consortium.train.mixed_pool import MixedTasks, data_set_info, mixed_tasks
+from consortium.train.rejection_sft import RejectionSettings, best_kept, rejection_sft
+from consortium.train.workflow_reward import RIGHT, WRONG, Scored, WorkflowReward
+from consortium.train.workflow_sampling import Sampler
+from consortium.train.workflow_sft import SHAPES, example_workflow
+from consortium.train.workflow_validity import workflow_shape
+
+
+@pytest.fixture(scope="module")
+def folders(small_records: dict[str, Path]) -> list[Path]:
+    return [small_records[name] for name in ("gsm8k", "math", "humaneval", "date")]
+
+
+@pytest.fixture(scope="module")
+def mixed(folders: list[Path]) -> MixedTasks:
+    return mixed_tasks(folders, "train", per_set=6, seed=0)
+
+
+@pytest.fixture(scope="module")
+def replay_workers(folders: list[Path]) -> Iterator[PoolConfig]:
+    with ReplayServerProcess(None, records=folders) as server:
+        yield replay_pool(load_records_replay(folders), server.base_url, max_retries=0)
+
+
+def test_each_question_names_only_its_own_data_sets_models(mixed: MixedTasks) -> None:
+    assert {t.meta["dataset"] for t in mixed.tasks} == {"gsm8k", "math", "humaneval", "date"}
+    assert len({t.id for t in mixed.tasks}) == len(mixed.tasks) == 24
+    pool = PoolConfig.model_validate(
+        {
+            "models": [
+                {"name": n, "model": n, "base_url": "http://x"} for n in sorted(_all_models(mixed))
+            ]
+        }
+    )
+    rows = training_rows(
+        mixed.tasks, pool, min_workers=2, max_steps=5, seed=3, chat=True, examples=False
+    )
+    sizes = set()
+    for task, row in zip(mixed.tasks, rows, strict=True):
+        workers = json.loads(row["workers"])
+        assert set(workers) <= set(task.meta["roster"]), (task.id, workers)
+        sizes.add(len(workers))
+        assert "Example 1" not in row["prompt"][0]["content"]
+    assert len(sizes) > 1  # random subsets, not the whole roster every time
+    assert "humaneval" not in mixed.sets["gsm8k"].roster
+    assert "codellama-34b-instruct" in mixed.sets["humaneval"].roster
+    assert "codellama-34b-instruct" not in mixed.sets["gsm8k"].roster
+
+
+def _all_models(mixed: MixedTasks) -> set[str]:
+    return {m for info in mixed.sets.values() for m in info.roster}
+
+
+def test_cost_unit_is_the_best_single_models_mean_on_the_train_split(
+    small_records: dict[str, Path],
+) -> None:
+    info = data_set_info(small_records["math"])
+    loaded = load_records(small_records["math"])
+    train = [
+        r
+        for r in loaded.table.to_pylist()
+        if r["sample"] == 0 and split_of("math", r["question_id"]) == "train"
+    ]
+    price = loaded.manifest.prices[info.best_model]
+    best = [r for r in train if r["model"] == info.best_model]
+    expected = sum(cost_of(price, r["tokens_in"], r["tokens_out"]) for r in best) / len(best)
+    assert info.cost_unit == pytest.approx(expected)
+    accuracy = {m: sum(bool(r["correct"]) for r in train if r["model"] == m) for m in info.roster}
+    assert info.best_accuracy == pytest.approx(accuracy[info.best_model] / len(best))
+    assert accuracy[info.best_model] == max(accuracy.values())
+
+
+def test_the_mixed_grader_grades_each_task_by_its_own_kind(mixed: MixedTasks) -> None:
+    for name in ("gsm8k", "date"):
+        task = mixed.of(name)[0]
+        assert mixed.grader.grade(task, f"The answer is {task.reference}.").correct
+        assert not mixed.grader.grade(task, "The answer is 123456789.").correct
+
+
+def test_cost_aware_reward_on_the_replay(mixed: MixedTasks, replay_workers: PoolConfig) -> None:
+    task = mixed.of("gsm8k")[0]
+    info = mixed.sets["gsm8k"]
+    workers = list(info.roster)
+    flows = baseline_workflows(workers, info)
+    # the vote over all six GSM8K models has 7 steps: past a conductor's 5
+    free = WorkflowReward(
+        replay_workers, mixed.tasks, mixed.grader, max_steps=8, task_limits=Limits(max_calls=8)
+    )
+    priced = WorkflowReward(
+        replay_workers,
+        mixed.tasks,
+        mixed.grader,
+        max_steps=8,
+        task_limits=Limits(max_calls=8),
+        cost_weight=0.5,
+    )
+    try:
+        rollouts = [
+            (flows["best single"], task.id, workers),
+            (flows["vote (all)"], task.id, workers),
+        ]
+        plain = free.score(rollouts)
+        costed = priced.score([*rollouts, ("no workflow here", task.id, workers)])
+    finally:
+        free.close()
+        priced.close()
+    single, vote, invalid = costed
+    assert single.calls == 1 and vote.calls == len(workers)
+    assert vote.shape == (len(workers) + 1, len(workers), 1)
+    assert 0 < single.cost < vote.cost
+    for scored, base in zip(costed, plain, strict=False):
+        assert base.reward in (RIGHT, WRONG)
+        assert scored.reward == pytest.approx(base.reward - 0.5 * scored.cost / info.cost_unit)
+    assert invalid.reward == 0.0 and not invalid.valid
+    assert priced.history[-1]["parsed"] == pytest.approx(2 / 3)
+
+
+def test_warm_start_examples_span_one_to_five_steps_with_and_without_tools() -> None:
+    rng = random.Random(0)
+    shapes = set()
+    for n_workers in (2, 3, 6):
+        workers = [f"m{i}" for i in range(n_workers)]
+        for _ in range(60):
+            shape = workflow_shape(example_workflow(n_workers, rng), workers)
+            tools = shape.last in ("vote", "check")
+            shapes.add((shape.steps, tools))
+            if shape.steps >= 3 and not tools:
+                assert shape.models >= min(2, n_workers)
+    assert {steps for steps, _ in shapes} == {1, 2, 3, 4, 5}
+    assert {tools for _, tools in shapes} == {True, False}
+    assert any(s.tools for s in SHAPES) and len(SHAPES) >= 8
+
+
+def test_best_kept_takes_the_best_right_valid_workflow_per_question() -> None:
+    rows = [
+        {"prompt": "p1", "task_id": "a", "workers": "[]"},
+        {"prompt": "p2", "task_id": "b", "workers": "[]"},
+    ]
+    texts = [["w1", "w2", "w3"], ["x1", "x2", "x3"]]
+    scores = [
+        Scored(0.9, True, True, 0.1, 1),
+        Scored(0.95, True, True, 0.05, 1),
+        Scored(0.5, True, False),
+        Scored(0.5, True, False),
+        Scored(0.0, False),
+        Scored(0.5, True, False),
+    ]
+    kept = best_kept(rows, texts, scores)
+    assert [(k["task_id"], k["completion"]) for k in kept] == [("a", "w2")]
+
+
+def test_shape_test_tells_differing_sets_from_alike_ones() -> None:
+    differ = {"a": ["1 step"] * 12 + ["5 steps"], "b": ["5 steps"] * 12 + ["1 step"]}
+    alike = {"a": ["1 step", "5 steps"] * 6, "b": ["5 steps", "1 step"] * 6}
+    assert (shape_test(differ).p_permutation or 1) < 0.01
+    assert (shape_test(alike).p_permutation or 0) > 0.5
+    single = shape_test({"a": ["1 step"] * 3, "b": ["1 step"] * 3, "c": ["invalid"]})
+    assert single.p_permutation is None and single.note
+    diff, low, high = paired_difference([True, True, False, True], [True, False, False, False])
+    assert diff == pytest.approx(50.0) and low <= diff <= high
+
+
+def test_rejection_sampling_rounds_fine_tune_and_resume(
+    mixed: MixedTasks, replay_workers: PoolConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tiny model writes noise, so its sampler is scripted: per question one right
+    one-step workflow (the best single model), one that does not parse."""
+    from consortium.train.base_models import resolve_base
+
+    base = resolve_base("tiny", tmp_path, 0)
+    tasks = [mixed.of("gsm8k")[0], mixed.of("date")[0]]
+    rows = [
+        {
+            "prompt": str(conductor_messages(t.question, t.meta["roster"], {}, examples=False)),
+            "task_id": t.id,
+            "workers": json.dumps(t.meta["roster"]),
+        }
+        for t in tasks
+    ]
+
+    def scripted(self: Sampler, batch: list[dict[str, Any]], **_: Any) -> list[list[str]]:
+        found = []
+        for row in batch:
+            dataset = row["task_id"].split("/")[0]
+            workers = json.loads(row["workers"])
+            right = baseline_workflows(workers, mixed.sets[dataset])["best single"]
+            found.append(["garbage", right])
+        return found
+
+    monkeypatch.setattr(Sampler, "complete", scripted)
+    reward = WorkflowReward(replay_workers, mixed.tasks, mixed.grader, cost_weight=0.5)
+    settings = RejectionSettings(rounds=2, questions_per_round=1, samples=2, epochs=1)
+    out = tmp_path / "rft"
+    try:
+        rejection_sft(base, rows, reward, out, settings)
+        first = [json.loads(line) for line in (out / "rounds.jsonl").read_text().splitlines()]
+        assert [r["round"] for r in first] == [1, 2]
+        assert [r["rollouts"] for r in first] == [2, 4]
+        assert all(r["parsed"] == 0.5 for r in first)
+        kept = [json.loads(line) for line in (out / "kept.jsonl").read_text().splitlines()]
+        right_ones = sum(r["kept"] for r in first)
+        assert len(kept) == right_ones and all(k["completion"] != "garbage" for k in kept)
+        assert (out / "model" / "config.json").is_file()
+        for index in (1, 2):
+            assert (out / f"round-{index}" / "config.json").is_file()
+        # a third round on resume: the first two are not redone
+        rejection_sft(base, rows, reward, out, RejectionSettings(3, 1, 2, epochs=1), resume=True)
+        again = [json.loads(line) for line in (out / "rounds.jsonl").read_text().splitlines()]
+        assert [r["round"] for r in again] == [1, 2, 3] and again[:2] == first
+    finally:
+        reward.close()
+
+
+def test_sampler_groups_samples_per_row_and_batches_greedy_alike(tmp_path: Path) -> None:
+    from consortium.train.base_models import resolve_base
+
+    sampler = Sampler.load(resolve_base("tiny", tmp_path, 0))
+    rows = [{"prompt": f"Question {i}: what is {i} + {i * 7}?"} for i in range(3)]
+    sampled = sampler.complete(rows, samples=2, temperature=1.0, max_new_tokens=6, batch_size=2)
+    assert [len(found) for found in sampled] == [2, 2, 2]
+    batched = sampler.complete(rows, max_new_tokens=6, batch_size=3)
+    alone = sampler.complete(rows, max_new_tokens=6, batch_size=1)
+    assert batched == alone
+    assert all(len(found) == 1 for found in alone)
