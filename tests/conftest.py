@@ -12,8 +12,15 @@ from consortium.replay.data import ReplayData, load_replay
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
 from consortium.runtime.pgserver import PostgresServer, server_programs
+from tests.helpers import SharedRecords
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# One model cache for every test and every command a test runs, whatever its working folder: the
+# static encoder is distilled, Gemma assembled and a GGUF dequantized once per checkout instead of
+# once per temporary folder (tens of seconds of CPU each). A cache changes only how long a
+# command takes; the pages' tests keep it while they drop the rest of CONSORTIUM_*.
+os.environ.setdefault("CONSORTIUM_CACHE", str(ROOT / ".consortium"))
 
 CHECKOUT_TRACES = ROOT / "consortium-traces.db"
 """The trace store a command run from the checkout writes by default (`DEFAULT_TRACES`)."""
@@ -143,18 +150,23 @@ RECORDS_SUBSET = 60
 
 
 @pytest.fixture(scope="session")
-def small_records(real: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def shared_records(
+    real: Path, tmp_path_factory: pytest.TempPathFactory, worker_id: str
+) -> SharedRecords:
+    """`shared_records(name, limit)`: a records folder made once for the whole session."""
+    base = tmp_path_factory.getbasetemp()
+    session = base if worker_id == "master" else base.parent  # pytest-N, shared by the workers
+    return SharedRecords(real, session / "shared-records")
+
+
+@pytest.fixture(scope="session")
+def small_records(shared_records: SharedRecords) -> dict[str, Path]:
     """The first 60 questions of GSM8K, MATH, HumanEval and DATE, imported from the real
     recorded outputs into a temporary folder (a fresh clone has no `records/`)."""
-    from consortium.records import write_records
-    from consortium.records.corpora import import_corpus
-
-    root = tmp_path_factory.mktemp("small-records")
-    folders = {}
-    for name in ("gsm8k", "math", "humaneval", "date"):
-        manifest, rows = import_corpus(name, real, limit=RECORDS_SUBSET)
-        folders[name] = write_records(root / name, manifest, rows).folder
-    return folders
+    return {
+        name: shared_records(name, RECORDS_SUBSET)
+        for name in ("gsm8k", "math", "humaneval", "date")
+    }
 
 
 @pytest.fixture(scope="session")

@@ -44,3 +44,39 @@ def untimed(value: Any) -> Any:
     if isinstance(value, list):
         return [untimed(item) for item in value]
     return value
+
+
+class SharedRecords:
+    """Records folders imported from the real recorded outputs once per test session, whichever
+    xdist worker asks first (a file lock per folder): the GSM8K and HumanEval imports run
+    thousands of programs in the sandbox, so no worker repeats one another made."""
+
+    def __init__(self, real: Path, root: Path) -> None:
+        self.real = real
+        self.root = root
+
+    def __call__(self, name: str, limit: int, *, leave_out: tuple[str, ...] = ()) -> Path:
+        """The first `limit` questions of corpus `name`, without the models in `leave_out`."""
+        from filelock import FileLock
+
+        from consortium.records import write_records
+        from consortium.records.build import build_dataset
+        from consortium.records.corpora import CREATED_BY, RECIPES
+
+        key = "-".join([name, str(limit), *sorted(leave_out)])
+        folder = self.root / key
+        self.root.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(self.root / f"{key}.lock")):
+            if not (folder / "manifest.json").is_file():
+                recipe = RECIPES[name]
+                parts = [
+                    part
+                    for part in recipe.parts(self.real)
+                    if part.imported.files[0].model not in leave_out
+                ]
+                manifest, rows = build_dataset(
+                    recipe.dataset, recipe.kind, parts, licence=recipe.licence,
+                    created_by=CREATED_BY, notes=recipe.notes, limit=limit,
+                )  # fmt: skip
+                write_records(folder, manifest, rows)
+        return folder

@@ -19,38 +19,25 @@ from consortium.core.errors import ConfigError
 from consortium.evaluation.entry import EvalConfig, run_evaluation
 from consortium.evaluation.recorded.rule_runs import answer_of, play
 from consortium.evaluation.recorded.tables import outcome_table
-from consortium.records import load_records, write_records
-from consortium.records.build import build_dataset
-from consortium.records.corpora import RECIPES, import_corpus
+from consortium.records import load_records
 from consortium.replay.launch import ReplayServerProcess
 from consortium.train.answer_policy import fit_answer_policy
+from tests.helpers import SharedRecords
 from tests.test_cli import cli
 
-QUESTIONS = 120
+QUESTIONS = 60
 CODE_QUESTIONS = 40
 """HumanEval questions (their programs run in the sandbox, live as in the records table)."""
 
 
-def _gsm8k_chat_models(real: Path, out: Path) -> Path:
-    """GSM8K's six chat models (Llama-2-13B's samples are programs the import ran in the sandbox:
-    a live policy reads answers from text, so it is left out here)."""
-    recipe = RECIPES["gsm8k"]
-    parts = [p for p in recipe.parts(real) if p.imported.files[0].model != "Llama-2-13B"]
-    manifest, rows = build_dataset(
-        "gsm8k", recipe.kind, parts, licence=recipe.licence, created_by="test", limit=QUESTIONS
-    )
-    return write_records(out, manifest, rows).folder
-
-
 @pytest.fixture(scope="module")
-def folders(real: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("records")
-    made = {"gsm8k": _gsm8k_chat_models(real, root / "gsm8k")}
+def folders(shared_records: SharedRecords) -> dict[str, Path]:
+    """The records of each data set (GSM8K's six chat models: Llama-2-13B's samples are programs
+    the import ran in the sandbox, and a live policy reads answers from text)."""
+    made = {"gsm8k": shared_records("gsm8k", QUESTIONS, leave_out=("Llama-2-13B",))}
     for name in ("math", "date", "rb_arc_challenge"):
-        manifest, rows = import_corpus(name, real, limit=QUESTIONS)
-        made[name] = write_records(root / name, manifest, rows).folder
-    manifest, rows = import_corpus("humaneval", real, limit=CODE_QUESTIONS)
-    made["humaneval"] = write_records(root / "humaneval", manifest, rows).folder
+        made[name] = shared_records(name, QUESTIONS)
+    made["humaneval"] = shared_records("humaneval", CODE_QUESTIONS)
     return made
 
 

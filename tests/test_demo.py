@@ -238,7 +238,8 @@ def test_make_demo_rewrites_the_committed_report_byte_for_byte(real: Path, tmp_p
     steps = make_steps("demo", variables, tmp_path)
     assert " demo --records records/gsm8k" in steps[-1], steps
     assert "--out reports/demo.md" in steps[-1], steps
-    env = {key: value for key, value in os.environ.items() if not key.startswith("CONSORTIUM_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONSORTIUM_")}
+    env["CONSORTIUM_CACHE"] = os.environ["CONSORTIUM_CACHE"]  # the session's model cache
     env |= {"COLUMNS": "200"}
     for step in steps:
         ran = subprocess.run(

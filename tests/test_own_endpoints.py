@@ -30,7 +30,8 @@ def test_the_own_endpoints_page_runs_top_to_bottom(tmp_path: Path) -> None:
     for line in lines:
         line = line.replace("../shared/data/benchmarks", str(benchmarks_dir()))
         script += [f"echo {shlex.quote(MARK + line.split()[1])} >&2", line]
-    env = {key: value for key, value in os.environ.items() if not key.startswith("CONSORTIUM_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONSORTIUM_")}
+    env["CONSORTIUM_CACHE"] = os.environ["CONSORTIUM_CACHE"]  # the session's model cache
     env |= {"PATH": f"{Path(sys.executable).parent}:{env['PATH']}", "HF_HUB_OFFLINE": "1"}
     env |= {"COLUMNS": "100"}
     try:

@@ -72,7 +72,8 @@ def test_the_readme_runs_top_to_bottom(tmp_path: Path, replay_dir: Path) -> None
         line = line.replace("../shared/data/routerdc", str(data))
         line = line.replace("../shared/data", str(data.parent))
         script += [f"echo {shlex.quote(MARK + line.split()[1])} >&2", line]
-    env = {key: value for key, value in os.environ.items() if not key.startswith("CONSORTIUM_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONSORTIUM_")}
+    env["CONSORTIUM_CACHE"] = os.environ["CONSORTIUM_CACHE"]  # the session's model cache
     env |= {"PATH": f"{Path(sys.executable).parent}:{env['PATH']}", "HF_HUB_OFFLINE": "1"}
     env |= {"COLUMNS": "100"}
     run = subprocess.run(

@@ -80,9 +80,11 @@ def test_pinned_files_and_the_pool_file(servers: LlamaCppServers, tmp_path: Path
     assert pool.names == [SMOLLM2.name, GEMMA3.name]
     assert all(m.price_in == m.price_out == 0 and m.base_url for m in pool.models)
     assert all(str(m.base_url).startswith("http://127.0.0.1:") for m in pool.models)
-    # The assembled Gemma file is reused, not rebuilt, and a tampered copy is refused.
-    gemma = locate(GEMMA3, servers.state_dir / "models")
+    # Gemma is assembled once into the cache and reused from there, not copied into each state.
+    gemma = locate(GEMMA3)
     assert gemma.stat().st_size > 200_000_000
+    assert locate(GEMMA3).stat().st_mtime_ns == gemma.stat().st_mtime_ns
+    assert not (servers.state_dir / "models").exists()
     with pytest.raises(ConfigError, match="unknown local model nope"):
         parse_models("smollm2-135m,nope")
 

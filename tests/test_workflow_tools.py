@@ -40,7 +40,7 @@ from consortium.pool import Pool
 from consortium.pool.config import load_pool, parse_pool
 from consortium.records import load_records, write_records
 from consortium.records.build import build_dataset
-from consortium.records.corpora import RECIPES, import_corpus
+from consortium.records.corpora import RECIPES
 from consortium.records.tasks import RecordsGrader, records_tasks
 from consortium.replay.launch import ReplayServerProcess
 from consortium.runtime.budget import Limits
@@ -54,6 +54,7 @@ from consortium.train.workflow_validity import WorkflowShape, workflow_shape
 from consortium.viewer.dag import dag_svg, traced_workflows
 from consortium.viewer.html import Palette
 from consortium.viewer.queries import run_models, run_totals
+from tests.helpers import SharedRecords
 from tests.scripted_server import scripted_server
 
 pytestmark = pytest.mark.slow  # servers and records imports: tens of seconds
@@ -382,10 +383,9 @@ CODE_QUESTIONS = 40
 
 
 async def test_check_passes_on_the_first_program_that_passes_its_docstring_examples(
-    real: Path, tmp_path: Path
+    shared_records: SharedRecords, tmp_path: Path
 ) -> None:
-    manifest, rows = import_corpus("humaneval", real, limit=CODE_QUESTIONS)
-    humaneval = write_records(tmp_path / "humaneval", manifest, rows).folder
+    humaneval = shared_records("humaneval", CODE_QUESTIONS)
     tasks = records_tasks(str(humaneval), "test")[0][:CODE_TASKS]
     workflow = build([*CODERS, "check"], ["Write the function."] * 3 + [""], [(), (), (), "all"])
     coordinator = WorkflowCoordinator(workflow, "ask three, then check")

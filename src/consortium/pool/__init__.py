@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from consortium.core.errors import UnknownModelError
 from consortium.pool.base import Agent
 from consortium.pool.config import ModelConfig, PoolConfig
-from consortium.pool.openai import OpenAIAgent
+
+if TYPE_CHECKING:
+    from consortium.pool.openai import OpenAIAgent
 
 
 def build_agent(config: ModelConfig) -> Agent:
@@ -13,6 +17,8 @@ def build_agent(config: ModelConfig) -> Agent:
         from consortium.pool.local import LocalAgent
 
         return LocalAgent(config)
+    from consortium.pool.openai import OpenAIAgent  # the openai client: 0.5 s to import
+
     return OpenAIAgent(config)
 
 
@@ -48,3 +54,12 @@ class Pool:
 
 
 __all__ = ["Agent", "OpenAIAgent", "Pool"]
+
+
+def __getattr__(name: str) -> Any:
+    """`OpenAIAgent` on first use: a command that calls no endpoint never imports openai."""
+    if name == "OpenAIAgent":
+        from consortium.pool.openai import OpenAIAgent
+
+        return OpenAIAgent
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

