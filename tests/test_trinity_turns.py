@@ -34,13 +34,12 @@ from consortium.core.types import Completion
 from consortium.evaluation.entry import EvalConfig, EvalResult, run_evaluation
 from consortium.evaluation.recorded.episodes import Episodes
 from consortium.evaluation.recorded.tables import outcome_table
-from consortium.records import load_records, write_records
-from consortium.records.corpora import import_corpus
+from consortium.records import load_records
 from consortium.replay.launch import ReplayServerProcess
 from consortium.tasks.base import Task
 from consortium.train.answer_policy import fit_answer_policy
 from consortium.train.recorded_turns import Budget
-from tests.test_answer_policies import QUESTIONS, _gsm8k_chat_models
+from tests.helpers import SharedRecords
 from tests.test_cli import cli
 
 SMALL = Budget(generations=4, popsize=8, minibatch=32)
@@ -108,13 +107,17 @@ def test_a_folder_that_does_not_build_a_head_is_one_line(tmp_path: Path) -> None
             trinity_from(broken)
 
 
+QUESTIONS = 120
+"""Questions per data set: a train split larger than a minibatch of 32."""
+
+
 @pytest.fixture(scope="module")
-def folders(real: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("trinity-records")
-    manifest, rows = import_corpus("math", real, limit=QUESTIONS)
+def folders(shared_records: SharedRecords) -> dict[str, Path]:
+    """GSM8K's six chat models (a live policy reads answers from text, and Llama-2-13B's samples
+    are programs) and MATH."""
     return {
-        "gsm8k": _gsm8k_chat_models(real, root / "gsm8k"),
-        "math": write_records(root / "math", manifest, rows).folder,
+        "gsm8k": shared_records("gsm8k", QUESTIONS, leave_out=("Llama-2-13B",)),
+        "math": shared_records("math", QUESTIONS),
     }
 
 
