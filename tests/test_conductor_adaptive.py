@@ -231,6 +231,8 @@ def test_rejection_sampling_rounds_fine_tune_and_resume(
         rejection_sft(base, rows, reward, out, RejectionSettings(3, 1, 2, epochs=1), resume=True)
         again = [json.loads(line) for line in (out / "rounds.jsonl").read_text().splitlines()]
         assert [r["round"] for r in again] == [1, 2, 3] and again[:2] == first
+        # only the last two rounds' models stay on disk (each is a whole model)
+        assert [(out / f"round-{i}").is_dir() for i in (1, 2, 3)] == [False, True, True]
     finally:
         reward.close()
 

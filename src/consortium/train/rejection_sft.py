@@ -6,9 +6,10 @@ temperature 1, scores them with the GRPO reward (`workflow_reward`: the format g
 and fine-tunes the current model on what it kept (TRL's SFTTrainer). A round costs
 `questions_per_round x samples` rollouts, as a GRPO step of as many questions and as large a group.
 
-OUT/round-N holds the model after round N; OUT/rounds.jsonl one line per round (rollouts so far,
-mean reward, shares valid and right, mean $ and calls, how many kept); OUT/kept.jsonl the kept
-workflows. `resume=True` continues after the last round whose model and log line are both there.
+OUT/round-N holds the model after round N (the last `keep_rounds` rounds' only); OUT/rounds.jsonl
+one line per round (rollouts so far, mean reward, shares valid and right, mean $ and calls, how
+many kept); OUT/kept.jsonl the kept workflows. `resume=True` continues after the last round
+whose model and log line are both there.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class RejectionSettings:
     temperature: float = 1.0
     max_completion_length: int = 160
     seed: int = 0
+    keep_rounds: int = 2
+    """Round models kept on disk, the last ones (each is a whole model: 0.5 GB for SmolLM2)."""
 
     @property
     def rollouts(self) -> int:
@@ -158,6 +161,9 @@ def rejection_sft(
             handle.write(json.dumps(row) + "\n")
         if on_log is not None:
             on_log(row)
+        stale = out_dir / f"round-{index + 1 - max(1, settings.keep_rounds)}"
+        if stale.is_dir():
+            shutil.rmtree(stale)
     final = out_dir / "model"
     if final.exists():
         shutil.rmtree(final)
