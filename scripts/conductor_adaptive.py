@@ -51,7 +51,7 @@ from consortium.train.grpo import (
 )
 from consortium.train.mixed_pool import MixedTasks, mixed_tasks
 from consortium.train.rejection_sft import RejectionSettings, last_round, rejection_sft
-from consortium.train.workflow_reward import WorkflowReward
+from consortium.train.workflow_reward import WorkflowReward, step_counts
 from consortium.train.workflow_sampling import Sampler
 from consortium.train.workflow_sft import WarmStartSettings, warm_start
 from made_by import made_by
@@ -145,8 +145,7 @@ def shape_of(text: str, workers: list[str]) -> tuple[int, int, int] | None:
         steps = parse_workflow(text, workers, max_steps=5, tools=WITHOUT_SCORER).steps
     except WorkflowError:
         return None
-    called = {step.model for step in steps if not step.tool}
-    return (len(steps), len(called), sum(1 for step in steps if step.tool))
+    return step_counts(steps)
 
 
 def stage_shapes(work: Work, pool: PoolConfig) -> None:

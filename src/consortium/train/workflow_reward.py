@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from consortium.coord.conductor.executor import WorkflowExecutor
-from consortium.coord.conductor.workflow import WorkflowError, parse_workflow
+from consortium.coord.conductor.workflow import Step, WorkflowError, parse_workflow
 from consortium.core.errors import AgentError, BudgetExceeded
 from consortium.pool import Pool
 from consortium.pool.config import PoolConfig
@@ -73,6 +73,12 @@ class Scored:
     """A valid workflow's steps, distinct workers and tool steps."""
 
 
+def step_counts(steps: Sequence[Step]) -> tuple[int, int, int]:
+    """A workflow's steps, distinct workers (models) and tool steps: its shape in the reports."""
+    called = {step.model for step in steps if not step.tool}
+    return len(steps), len(called), sum(1 for step in steps if step.tool)
+
+
 async def score_rollout(
     text: str,
     task: Task,
@@ -94,12 +100,7 @@ async def score_rollout(
         )
     except WorkflowError:
         return Scored(FORMAT_FAIL, False)
-    steps = workflow.steps
-    shape = (
-        len(steps),
-        len({s.model for s in steps if not s.tool}),
-        sum(1 for s in steps if s.tool),
-    )
+    shape = step_counts(workflow.steps)
     task_caller = caller.for_task(task.id, "grpo", task_limits)
     right = False
     try:
