@@ -1,5 +1,6 @@
-r"""HumanEval canonical solutions per second through the sandbox, beside plain `subprocess` with
-no isolation, same programs, same machine, one run; prints the ratio.
+r"""HumanEval canonical solutions per second through the sandbox (a process per program, and a
+session: one sandbox per worker thread, a fork per program), beside plain `subprocess` with no
+isolation, same programs, same machine, one run; prints the ratios.
 
     python bench/sandbox_throughput.py \
         --humaneval ../shared/data/benchmarks/humaneval/HumanEval.jsonl.gz
@@ -26,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from consortium.sandbox.runner import Sandbox
+from consortium.sandbox.session import ThreadSessions
 from consortium.tasks.code import humaneval_program
 from consortium.tasks.loaders import build_tasks, read_rows
 
@@ -64,10 +66,20 @@ def main() -> None:
     def boxed(program: str) -> bool:
         return sandbox.run_python(program).ok
 
-    rates: dict[str, list[float]] = {"plain subprocess": [], f"sandbox ({sandbox.isolation})": []}
-    with ThreadPoolExecutor(args.workers) as pool:
+    sessions = ThreadSessions(sandbox)
+
+    def in_session(program: str) -> bool:
+        return sessions.run_python(program).ok
+
+    sides = {
+        "plain subprocess": bare,
+        f"sandbox ({sandbox.isolation})": boxed,
+        f"session ({sandbox.isolation})": in_session,
+    }
+    rates: dict[str, list[float]] = {name: [] for name in sides}
+    with sessions, ThreadPoolExecutor(args.workers) as pool:
         for _ in range(args.rounds):
-            for name, run in zip(rates, (bare, boxed), strict=True):
+            for name, run in sides.items():
                 started = time.perf_counter()
                 passed = sum(pool.map(run, programs))
                 rates[name].append(len(programs) / (time.perf_counter() - started))
@@ -78,8 +90,9 @@ def main() -> None:
             f"{name:22s}: {rate:7.1f} programs/s (median of {args.rounds} rounds, "
             f"{args.workers} workers)"
         )
-    baseline, isolated = medians.values()
+    baseline, isolated, shared = medians.values()
     print(f"{'ratio':22s}: {isolated / baseline:7.3f}  (sandbox / plain)")
+    print(f"{'ratio':22s}: {shared / baseline:7.3f}  (session / plain)")
 
 
 if __name__ == "__main__":

@@ -106,7 +106,13 @@ def markdown(summary: dict[str, Any], command: str) -> str:
         "SmolLM2-135M-Instruct (the pinned GGUF, dequantized) conducts the recorded answers of "
         "real models: one records replay server serves GSM8K, MATH, HumanEval and DATE; each "
         "training question shows a random subset (at least 2) of its own data set's models, each "
-        "test question all of them. Declared simulation: a step's answer is its model's recorded "
+        "test question all of them, in a random order; "
+        + (
+            "each worker line names its model (`--worker-notes names`). "
+            if settings.get("worker_notes") == "names"
+            else 'a worker line says only "Model k". '
+        )
+        + "Declared simulation: a step's answer is its model's recorded "
         "sample whatever it is told or shown, so a workflow's answer is its last model step's "
         "recorded answer unless a tool step (`vote`, `check`) picks another. The prompt has no "
         "example workflows (`examples=0`); the warm start teaches the format. Reward = gate x "

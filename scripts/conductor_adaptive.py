@@ -63,11 +63,17 @@ def say(text: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
 
 
-def mixed_pool(folders: tuple[str, ...], base_url: str) -> PoolConfig:
-    """Every recorded model of the folders behind one replay server, with no strengths line
-    (the prompt shows "Model k" and nothing else)."""
+def mixed_pool(folders: tuple[str, ...], base_url: str, notes: str = "none") -> PoolConfig:
+    """Every recorded model of the folders behind one replay server. `notes`: "none" (the prompt
+    shows "Model k" and nothing else) or "names" ("Model k: gpt-4o"): each prompt lists a random
+    subset in a random order, so only a name tells the conductor which model a number is."""
     config = replay_pool(load_records_replay(list(folders)), base_url, max_retries=0)
-    return PoolConfig(models=[m.model_copy(update={"strengths": None}) for m in config.models])
+    return PoolConfig(
+        models=[
+            m.model_copy(update={"strengths": m.name if notes == "names" else None})
+            for m in config.models
+        ]
+    )
 
 
 class Work:
@@ -322,6 +328,9 @@ def main() -> None:
     )
     parser.add_argument("--work", required=True, help="training folder (kept; resumes)")
     parser.add_argument("--out", default="reports")
+    parser.add_argument(
+        "--report-name", default="conductor-adaptive", help="OUT/NAME.md and OUT/NAME.json"
+    )
     parser.add_argument("--stages", default="warm,shapes,train,eval,report")
     parser.add_argument("--train-per-set", type=int, default=50)
     parser.add_argument("--test-per-set", type=int, default=5)
@@ -345,6 +354,12 @@ def main() -> None:
         help="the conductors evaluated: all, or labels such as 'base,warm start,RFT λ=0.2'",
     )
     parser.add_argument(
+        "--worker-notes",
+        choices=("none", "names"),
+        default="none",
+        help="what a prompt says of each worker beside its number: nothing, or its model's name",
+    )
+    parser.add_argument(
         "--base-model", default=SMOLLM2.name, help="the conductor's base ('tiny': a smoke run)"
     )
     args = parser.parse_args()
@@ -352,12 +367,12 @@ def main() -> None:
     stages = set(args.stages.split(","))
     work = Work(args)
     if "warm" in stages:
-        stage_warm(work, mixed_pool(FOLDERS, "http://unused"))
+        stage_warm(work, mixed_pool(FOLDERS, "http://unused", args.worker_notes))
     if "shapes" in stages:
-        stage_shapes(work, mixed_pool(FOLDERS, "http://unused"))
+        stage_shapes(work, mixed_pool(FOLDERS, "http://unused", args.worker_notes))
     if stages & {"train", "eval"}:
         with ReplayServerProcess(None, records=list(FOLDERS)) as server:
-            pool = mixed_pool(FOLDERS, server.base_url)
+            pool = mixed_pool(FOLDERS, server.base_url, args.worker_notes)
             if "train" in stages:
                 stage_train(work, pool)
             if "eval" in stages:
@@ -368,8 +383,8 @@ def main() -> None:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         text = markdown(summary, command)
-        (out / "conductor-adaptive.md").write_text(text)
-        (out / "conductor-adaptive.json").write_text(
+        (out / f"{args.report_name}.md").write_text(text)
+        (out / f"{args.report_name}.json").write_text(
             json.dumps(summary, indent=2, default=str).replace(str(work.root.resolve()), "WORK")
         )
         print(text)

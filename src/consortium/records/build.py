@@ -20,6 +20,7 @@ from consortium.records.rows import OutputRow, question_order
 from consortium.records.schema import SCHEMA_VERSION, AnswerKind, Manifest, Price, Source
 from consortium.records.split import split_rule
 from consortium.sandbox.runner import Sandbox, SandboxLimits
+from consortium.sandbox.session import RunsPython, ThreadSessions
 
 Progress = Callable[[int, int], None]
 IMPORT_LIMITS = SandboxLimits(cpu_seconds=5, wall_seconds=60.0)
@@ -76,7 +77,7 @@ def _stray_alarms_ignored() -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def _program_answer(sandbox: Sandbox, code: str) -> str | None:
+def _program_answer(sandbox: RunsPython, code: str) -> str | None:
     """Run a program-of-thought sample in the sandbox; its `ans`, printed, is the answer."""
     result = sandbox.run_python(f"{code}\n\nprint(ans)\n")
     if not result.ok:
@@ -92,7 +93,18 @@ def _verdicts(
     progress: Progress | None,
     workers: int,
 ) -> list[Verdict]:
-    sandbox = Sandbox(IMPORT_LIMITS if kind == "code" else PROGRAM_LIMITS)
+    with ThreadSessions(Sandbox(IMPORT_LIMITS if kind == "code" else PROGRAM_LIMITS)) as sandbox:
+        return _verdicts_through(sandbox, kind, outputs, references, progress, workers)
+
+
+def _verdicts_through(
+    sandbox: RunsPython,
+    kind: AnswerKind,
+    outputs: list[SourceOutput],
+    references: dict[str, str | None],
+    progress: Progress | None,
+    workers: int,
+) -> list[Verdict]:
     code = CodeVerdicts(sandbox)
     total = len(outputs)
     done = 0
@@ -103,8 +115,8 @@ def _verdicts(
         if progress is not None and (done % 200 == 0 or done == total):
             progress(done, total)
 
-    # Sandbox runs (code, programs) go to threads; math-verify stays on this thread, where its
-    # timeouts (SIGALRM) work.
+    # Sandbox runs (code, programs) go to threads, a sandbox session each; math-verify stays on
+    # this thread, where its timeouts (SIGALRM) work.
     def sandboxed(output: SourceOutput) -> Verdict | str | None:
         if kind == "code":
             return code.grade(output.task, output.response)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from consortium.records.schema import AnswerKind
-from consortium.sandbox.runner import Sandbox
+from consortium.sandbox.session import RunsPython
 from consortium.tasks.base import Task
 from consortium.tasks.choice import Choices, extract_choice
 from consortium.tasks.code import CodeGrader, extract_code
@@ -92,7 +92,7 @@ def bind_tested_name(code: str, tests: list[str]) -> str:
 class CodeVerdicts:
     """Code verdicts through the sandbox; one grader (and sandbox) for a whole import."""
 
-    def __init__(self, sandbox: Sandbox | None = None) -> None:
+    def __init__(self, sandbox: RunsPython | None = None) -> None:
         self.grader = CodeGrader(sandbox)
 
     def grade(self, task_meta: Mapping[str, Any], response: str | None) -> Verdict:

@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,10 +140,8 @@ class Sandbox:
         workdir = Path(tempfile.mkdtemp(prefix="consortium-sandbox-"))
         try:
             (workdir / "main.py").write_text(code, encoding="utf-8")
-            for name, text in (files or {}).items():
-                target = (workdir / name).resolve()
-                if workdir.resolve() not in target.parents:
-                    raise ValueError(f"sandbox file name escapes the directory: {name!r}")
+            for name, text in checked_files(files).items():
+                target = workdir / name
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(text, encoding="utf-8")
             if self._root and self.isolation == "bwrap":
@@ -157,58 +155,67 @@ class Sandbox:
 
     def _command(self, workdir: Path, uid: int | None) -> tuple[list[str], Path]:
         if self.isolation == "bwrap":
-            assert self._bwrap is not None
-            command = [
-                self._bwrap,
-                "--unshare-net",
-                "--unshare-pid",
-                "--unshare-ipc",
-                "--unshare-uts",
-                "--unshare-cgroup-try",
-                "--die-with-parent",
-                "--new-session",
-                *_system_mounts(),
-                "--ro-bind",
-                str(self.prefix),
-                "/python",
-                "--proc",
-                "/proc",
-                "--dev",
-                "/dev",
-                "--tmpfs",
-                "/tmp",
-                "--bind",
-                str(workdir),
-                "/sandbox",
-                "--chdir",
-                "/sandbox",
-                "--clearenv",
-                "--setenv",
-                "PATH",
-                "/usr/bin",
-                "--setenv",
-                "HOME",
-                "/sandbox",
-                "--setenv",
-                "PYTHONDONTWRITEBYTECODE",
-                "1",
-            ]
-            if uid is None:
-                command += ["--unshare-user"]
-            command.append("--")
-            if uid is not None:
-                command += [
-                    "/usr/bin/setpriv",
-                    f"--reuid={uid}",
-                    f"--regid={uid}",
-                    "--clear-groups",
-                    "--",
-                ]
-            interpreter = Path("/python") / self.python.relative_to(self.prefix)
-            return [*command, str(interpreter), "-I", "main.py"], workdir
+            return [*self.bwrap_command(workdir, uid), "-I", "main.py"], workdir
         guard = workdir / ".guard.py"
         guard.write_text(_AUDIT_GUARD.format(prefixes=[str(self.prefix), "/usr", "/dev/null"]))
         return [str(self.python), "-I", ".guard.py"], workdir
+
+    def bwrap_command(
+        self, workdir: Path, uid: int | None, binds: Sequence[tuple[Path, str]] = ()
+    ) -> list[str]:
+        """bwrap up to the sandbox's interpreter (its arguments follow): `workdir` as /sandbox,
+        each of `binds` read-only at its path inside, the code run as `uid` (None: a user
+        namespace instead)."""
+        assert self._bwrap is not None
+        command = [
+            self._bwrap,
+            "--unshare-net",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--die-with-parent",
+            "--new-session",
+            *_system_mounts(),
+            "--ro-bind",
+            str(self.prefix),
+            "/python",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--tmpfs",
+            "/tmp",
+            "--bind",
+            str(workdir),
+            "/sandbox",
+            "--chdir",
+            "/sandbox",
+            "--clearenv",
+            "--setenv",
+            "PATH",
+            "/usr/bin",
+            "--setenv",
+            "HOME",
+            "/sandbox",
+            "--setenv",
+            "PYTHONDONTWRITEBYTECODE",
+            "1",
+        ]
+        for source, inside in binds:
+            command += ["--ro-bind", str(source), inside]
+        if uid is None:
+            command += ["--unshare-user"]
+        command.append("--")
+        if uid is not None:
+            command += [
+                "/usr/bin/setpriv",
+                f"--reuid={uid}",
+                f"--regid={uid}",
+                "--clear-groups",
+                "--",
+            ]
+        return [*command, str(Path("/python") / self.python.relative_to(self.prefix))]
 
     def _child_limits(self, uid: int | None) -> ChildLimits:
         processes = self.limits.max_processes
@@ -312,6 +319,17 @@ class Sandbox:
             b"".join(chunks[process.stderr.fileno()]),
             None,
         )
+
+
+def checked_files(files: Mapping[str, str] | None) -> dict[str, str]:
+    """`files` by their relative names; a name that would land outside the directory raises."""
+    checked = {}
+    for name, text in (files or {}).items():
+        parts = Path(name).parts
+        if not parts or Path(name).is_absolute() or ".." in parts:
+            raise ValueError(f"sandbox file name escapes the directory: {name!r}")
+        checked[str(Path(*parts))] = text
+    return checked
 
 
 def _system_mounts() -> list[str]:

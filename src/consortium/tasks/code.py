@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from math import comb
 
 from consortium.sandbox.runner import Sandbox
+from consortium.sandbox.session import RunsPython
 from consortium.tasks.base import Grade, Task
 
 _FENCE = re.compile(r"```(?:python|py|Python)?[ \t]*\n(.*?)```", re.DOTALL)
@@ -52,8 +53,8 @@ def mbpp_program(task: Task, answer: str) -> str:
 class CodeGrader:
     """Right when the program exits cleanly inside the sandbox's limits."""
 
-    def __init__(self, sandbox: Sandbox | None = None) -> None:
-        self.sandbox = sandbox or Sandbox()
+    def __init__(self, sandbox: RunsPython | None = None) -> None:
+        self.sandbox: RunsPython = sandbox or Sandbox()
 
     def program(self, task: Task, answer: str) -> str:
         if task.meta.get("format") == "humaneval":

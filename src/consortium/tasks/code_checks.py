@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from consortium.sandbox.runner import Sandbox
+from consortium.sandbox.session import RunsPython, ThreadSessions
 from consortium.tasks.code import entry_point, extract_code
 from consortium.tasks.docstring_examples import docstring_examples
 from consortium.tasks.probes import probe_calls, varied_calls
@@ -123,7 +124,7 @@ print({_PROBE_MARK!r} + _json.dumps(_probed))
     return body + "\n" + runner
 
 
-def _run_check(sandbox: Sandbox, program: str) -> CheckResult:
+def _run_check(sandbox: RunsPython, program: str) -> CheckResult:
     lines = sandbox.run_python(program).stdout.splitlines()
     examples = _marked(lines, _MARK)
     if examples is None:
@@ -194,7 +195,6 @@ def check_all(
         pair: hashlib.sha256(program.encode()).hexdigest() for pair, program in programs.items()
     }
     todo = [pair for pair in unique if digests[pair] not in stored]
-    sandbox = Sandbox()
     done = 0
 
     def one(pair: tuple[str, str]) -> tuple[str, CheckResult]:
@@ -205,7 +205,7 @@ def check_all(
             progress(done, len(todo))
         return digests[pair], checked
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with ThreadSessions(Sandbox()) as sandbox, ThreadPoolExecutor(max_workers=workers) as pool:
         for digest, checked in pool.map(one, todo):
             stored[digest] = [checked.passed, checked.signature]
     if cache is not None and todo:
