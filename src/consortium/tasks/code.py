@@ -7,8 +7,7 @@ import re
 from collections.abc import Sequence
 from math import comb
 
-from consortium.sandbox.runner import Sandbox
-from consortium.sandbox.session import RunsPython
+from consortium.sandbox.session import RunsPython, shared_sessions
 from consortium.tasks.base import Grade, Task
 
 _FENCE = re.compile(r"```(?:python|py|Python)?[ \t]*\n(.*?)```", re.DOTALL)
@@ -54,7 +53,7 @@ class CodeGrader:
     """Right when the program exits cleanly inside the sandbox's limits."""
 
     def __init__(self, sandbox: RunsPython | None = None) -> None:
-        self.sandbox: RunsPython = sandbox or Sandbox()
+        self.sandbox: RunsPython = sandbox or shared_sessions()
 
     def program(self, task: Task, answer: str) -> str:
         if task.meta.get("format") == "humaneval":

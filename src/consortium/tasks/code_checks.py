@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from consortium.sandbox.runner import Sandbox
-from consortium.sandbox.session import RunsPython, ThreadSessions
+from consortium.sandbox.session import RunsPython, ThreadSessions, shared_sessions
 from consortium.tasks.code import entry_point, extract_code
 from consortium.tasks.docstring_examples import docstring_examples
 from consortium.tasks.probes import probe_calls, varied_calls
@@ -158,14 +158,9 @@ def behaviour_key(signature: str, program: str) -> str | None:
     return signature
 
 
-@lru_cache(maxsize=1)
-def _shared_sandbox() -> Sandbox:
-    return Sandbox()
-
-
 @lru_cache(maxsize=4096)
 def _checked(program: str) -> CheckResult:
-    return _run_check(_shared_sandbox(), program)
+    return _run_check(shared_sessions(), program)
 
 
 def check_reply(prompt: str, response: str) -> CheckResult:
