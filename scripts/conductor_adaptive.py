@@ -244,6 +244,7 @@ def stage_train(work: Work, pool: PoolConfig) -> None:
                             learning_rate=args.rft_lr,
                             max_completion_length=args.max_completion,
                             seed=args.seed,
+                            contrastive=args.rft_kept == "contrastive",
                         ),
                         resume=True,
                         on_log=lambda row: say(f"RFT {json.dumps(row)}"),
@@ -346,6 +347,13 @@ def main() -> None:
     parser.add_argument("--group-size", type=int, default=4)
     parser.add_argument("--grpo-lr", type=float, default=5e-6)
     parser.add_argument("--rft-lr", type=float, default=5e-5)
+    parser.add_argument(
+        "--rft-kept",
+        choices=("best", "contrastive"),
+        default="best",
+        help="RFT keeps each prompt's best right workflow (best), or only where another sample "
+        "of the prompt was not right (contrastive)",
+    )
     parser.add_argument("--max-completion", type=int, default=160)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(

@@ -171,6 +171,11 @@ def test_best_kept_takes_the_best_right_valid_workflow_per_question() -> None:
     ]
     kept = best_kept(rows, texts, scores)
     assert [(k["task_id"], k["completion"]) for k in kept] == [("a", "w2")]
+    # contrastive: "a" had a wrong sample, so its best right one stays; all right keeps nothing
+    assert best_kept(rows, texts, scores, contrastive=True) == kept
+    all_right = [Scored(0.9, True, True, 0.1, 1)] * 3 + [Scored(0.95, True, True, 0.05, 1)] * 3
+    assert [k["completion"] for k in best_kept(rows, texts, all_right)] == ["w1", "x1"]
+    assert best_kept(rows, texts, all_right, contrastive=True) == []
 
 
 def test_shape_test_tells_differing_sets_from_alike_ones() -> None:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from consortium.core.errors import ConfigError
+from consortium.sandbox import session as session_module
 from consortium.sandbox.runner import Sandbox, SandboxLimits
 from consortium.sandbox.session import (
     RUNNER_INSIDE,
@@ -239,6 +241,20 @@ def test_nothing_a_program_leaves_reaches_the_next() -> None:
         after = session.run_python("print('next')")
         assert after.ok and after.stdout == "next\n"
     assert sandbox_processes() == 0
+
+
+@BWRAP_ONLY
+def test_a_runner_that_cannot_start_is_one_clear_error_not_a_failed_program(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = tmp_path / "runner.py"
+    broken.write_text("import sys\nsys.exit('no runner here')\n")
+    monkeypatch.setattr(session_module, "RUNNER", broken)
+    with (
+        SandboxSession(Sandbox(LIMITS, isolation="bwrap")) as session,
+        pytest.raises(ConfigError, match="runner did not start under bubblewrap: no runner here"),
+    ):
+        session.run_python("print(1)")
 
 
 @BWRAP_ONLY

@@ -32,10 +32,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Protocol
 
+from consortium.core.errors import ConfigError
 from consortium.sandbox import fork_runner
 from consortium.sandbox.runner import Sandbox, SandboxResult, _reap, checked_files
 
+RUNNER = Path(fork_runner.__file__)
 RUNNER_INSIDE = "/runner.py"
+START_SECONDS = 30.0
+"""How long a new runner may take to answer its first (empty) program."""
 SLACK_SECONDS = 10.0
 """How much longer than a program's wall limit the session waits for the runner's answer."""
 
@@ -140,17 +144,34 @@ class SandboxSession:
             "wall_seconds": sandbox.limits.wall_seconds,
             "max_output_bytes": sandbox.limits.max_output_bytes,
         }
-        runner = Path(fork_runner.__file__)
-        command = sandbox.bwrap_command(workdir, uid, binds=[(runner, RUNNER_INSIDE)])
-        self._process = subprocess.Popen(
+        command = sandbox.bwrap_command(workdir, uid, binds=[(RUNNER, RUNNER_INSIDE)])
+        errors = self._resources.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
+        self._process = process = subprocess.Popen(
             [*command, "-I", RUNNER_INSIDE, json.dumps(settings)],
             env={"PATH": "/usr/bin"},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=errors,
             start_new_session=True,
         )
-        return self._process
+        # An empty program first: a runner that cannot start is this machine's error, never a
+        # verdict on the program that happens to come first.
+        assert process.stdin is not None
+        try:
+            process.stdin.write(json.dumps({"code": ""}).encode() + b"\n")
+            process.stdin.flush()
+            started = self._answer(time.monotonic() + START_SECONDS) is not None
+        except BrokenPipeError:
+            started = False
+        if not started:
+            errors.seek(0)
+            said = errors.read().decode(errors="replace").strip().splitlines()[-1:]
+            self.close()
+            raise ConfigError(
+                "the sandbox's program runner did not start under bubblewrap"
+                + (f": {said[0]}" if said else "")
+            )
+        return process
 
     def _answer(self, deadline: float) -> bytes | None:
         """The runner's next line, or None when it closed its output or `deadline` passed."""

@@ -2,9 +2,10 @@
 
 Each round samples `samples` workflows for each of `questions_per_round` training prompts at
 temperature 1, scores them with the GRPO reward (`workflow_reward`: the format gate, the answer,
-λ x cost), keeps per prompt the best-rewarded workflow among the valid ones that answered right,
-and fine-tunes the current model on what it kept (TRL's SFTTrainer). A round costs
-`questions_per_round x samples` rollouts, as a GRPO step of as many questions and as large a group.
+λ x cost), keeps per prompt the best-rewarded workflow among the valid ones that answered right
+(`contrastive`: only where another sample of the prompt was not right), and fine-tunes the
+current model on what it kept (TRL's SFTTrainer). A round costs `questions_per_round x samples`
+rollouts, as a GRPO step of as many questions and as large a group.
 
 OUT/round-N holds the model after round N (the last `keep_rounds` rounds' only); OUT/rounds.jsonl
 one line per round (rollouts so far, mean reward, shares valid and right, mean $ and calls, how
@@ -42,6 +43,10 @@ class RejectionSettings:
     seed: int = 0
     keep_rounds: int = 2
     """Round models kept on disk, the last ones (each is a whole model: 0.5 GB for SmolLM2)."""
+    contrastive: bool = False
+    """Keep a prompt's best right workflow only when another sample of the same prompt was not
+    right: a round then teaches what separated right from wrong, never again what every sample
+    already does (the habit a collapsed conductor would otherwise keep reinforcing)."""
 
     @property
     def rollouts(self) -> int:
@@ -49,15 +54,22 @@ class RejectionSettings:
 
 
 def best_kept(
-    rows: Sequence[dict[str, Any]], texts: Sequence[Sequence[str]], scores: Sequence[Scored]
+    rows: Sequence[dict[str, Any]],
+    texts: Sequence[Sequence[str]],
+    scores: Sequence[Scored],
+    *,
+    contrastive: bool = False,
 ) -> list[dict[str, Any]]:
     """Per prompt row, its best-rewarded valid workflow that answered right (ties: the
-    earliest sampled), as a prompt/completion pair; rows with none keep nothing."""
+    earliest sampled), as a prompt/completion pair; rows with none keep nothing, and with
+    `contrastive` neither do rows whose samples were all right."""
     kept = []
     flat = iter(scores)
     for row, completions in zip(rows, texts, strict=True):
         scored = [(next(flat), text) for text in completions]
         right = [(s.reward, -index, text) for index, (s, text) in enumerate(scored) if s.right]
+        if contrastive and len(right) == len(scored):
+            continue
         if right:
             reward, _, text = max(right)
             kept.append(
@@ -123,7 +135,7 @@ def rejection_sft(
             for text in completions
         ]
         scores = reward.score(rollouts)
-        kept = best_kept(batch, texts, scores)
+        kept = best_kept(batch, texts, scores, contrastive=settings.contrastive)
         with (out_dir / "kept.jsonl").open("a") as handle:
             for example in kept:
                 handle.write(json.dumps({"round": index + 1} | example) + "\n")
