@@ -49,7 +49,7 @@ from consortium.runtime.store import TraceStore
 from consortium.tasks.base import Task
 from consortium.tasks.code_checks import check_reply
 from consortium.train.answer_policy import fit_answer_policy
-from consortium.train.workflow_reward import FORMAT_FAIL, RIGHT, WRONG, score_workflow
+from consortium.train.workflow_reward import FORMAT_FAIL, RIGHT, WRONG, score_rollout
 from consortium.train.workflow_validity import WorkflowShape, workflow_shape
 from consortium.viewer.dag import dag_svg, traced_workflows
 from consortium.viewer.html import Palette
@@ -232,16 +232,18 @@ async def measured(
             }
             selected = await _evaluate(scored, tasks[:30], caller)
             gate = [
-                await score_workflow(
-                    text,
-                    task,
-                    list(TRIO),
-                    RecordsGrader("number"),
-                    caller,
-                    max_steps=5,
-                    task_limits=Limits(max_calls=5),
-                    executor=WorkflowExecutor(),
-                )
+                (
+                    await score_rollout(
+                        text,
+                        task,
+                        list(TRIO),
+                        RecordsGrader("number"),
+                        caller,
+                        max_steps=5,
+                        task_limits=Limits(max_calls=5),
+                        executor=WorkflowExecutor(),
+                    )
+                ).reward
                 for task in tasks[:3]
                 for text in (ASK_THREE_THEN_VOTE, "model_id = [0, 'vote']")
             ]

@@ -114,33 +114,6 @@ async def score_rollout(
     return Scored(score, True, right, cost, task_caller.budget.calls, shape)
 
 
-async def score_workflow(
-    text: str,
-    task: Task,
-    workers: list[str],
-    grader: Grader,
-    caller: Caller,
-    *,
-    max_steps: int,
-    task_limits: Limits,
-    executor: WorkflowExecutor,
-    cost_weight: float = 0.0,
-) -> float:
-    """`score_rollout`'s reward alone."""
-    scored = await score_rollout(
-        text,
-        task,
-        workers,
-        grader,
-        caller,
-        max_steps=max_steps,
-        task_limits=task_limits,
-        executor=executor,
-        cost_weight=cost_weight,
-    )
-    return scored.reward
-
-
 def cost_penalty(task: Task, cost: float, cost_weight: float) -> float:
     """λ x cost in the task's cost unit; 0 when λ is 0 or the task declares no unit."""
     unit = task.meta.get("cost_unit")
