@@ -138,6 +138,11 @@ def markdown(summary: dict[str, Any], command: str) -> str:
         "separate invocations over one work folder (it resumes); seconds of each stage's last "
         f"invocation: {', '.join(f'{k} {v:.0f}' for k, v in summary['seconds'].items())}.",
         "",
+    ]
+    if summary.get("provenance"):
+        lines += ["What this work folder reused (WORK/PROVENANCE.md):", ""]
+        lines += [summary["provenance"], ""]
+    lines += [
         "## Shapes sampled after the warm start (temperature 1, training questions)",
         "",
     ]
@@ -262,6 +267,7 @@ def summary_of(work: Any) -> dict[str, Any]:
         log = path / ("rewards.jsonl" if path.name.startswith("grpo") else "rounds.jsonl")
         if log.exists():
             logs[path.name] = [json.loads(line) for line in log.read_text().splitlines() if line]
+    provenance = work.root / "PROVENANCE.md"
     seconds = {
         path.parent.name: json.loads(path.read_text())["seconds"]
         for path in sorted(work.root.glob("*/seconds.json"))
@@ -277,4 +283,5 @@ def summary_of(work: Any) -> dict[str, Any]:
         "examples": examples,
         "logs": logs,
         "seconds": seconds,
+        "provenance": provenance.read_text().strip() if provenance.is_file() else None,
     }
