@@ -57,6 +57,7 @@ from consortium.train.workflow_sft import WarmStartSettings, warm_start
 from made_by import made_by
 
 FOLDERS = ("records/gsm8k", "records/math", "records/humaneval", "records/date")
+KEPT = "RFT keeps a prompt's best right workflow; contrastive: only if another sample was wrong"
 
 
 def say(text: str) -> None:
@@ -208,6 +209,7 @@ def stage_train(work: Work, pool: PoolConfig) -> None:
                 continue
             say(f"{method} at λ={cost_weight:g}: {args.rollouts} rollouts")
             started = time.perf_counter()
+            common = {"max_completion_length": args.max_completion, "seed": args.seed}
             if method == "grpo":
                 train_conductor(
                     str(work.warm_dir),
@@ -220,11 +222,10 @@ def stage_train(work: Work, pool: PoolConfig) -> None:
                         questions_per_step=args.questions_per_step,
                         group_size=args.group_size,
                         learning_rate=args.grpo_lr,
-                        max_completion_length=args.max_completion,
                         save_steps=1,
-                        seed=args.seed,
                         cost_weight=cost_weight,
                         examples=False,
+                        **common,
                     ),
                     resume=True,
                     on_log=lambda row: say(f"GRPO {json.dumps(row)}"),
@@ -242,9 +243,8 @@ def stage_train(work: Work, pool: PoolConfig) -> None:
                             questions_per_round=args.questions_per_step,
                             samples=args.group_size,
                             learning_rate=args.rft_lr,
-                            max_completion_length=args.max_completion,
-                            seed=args.seed,
                             contrastive=args.rft_kept == "contrastive",
+                            **common,
                         ),
                         resume=True,
                         on_log=lambda row: say(f"RFT {json.dumps(row)}"),
@@ -347,13 +347,7 @@ def main() -> None:
     parser.add_argument("--group-size", type=int, default=4)
     parser.add_argument("--grpo-lr", type=float, default=5e-6)
     parser.add_argument("--rft-lr", type=float, default=5e-5)
-    parser.add_argument(
-        "--rft-kept",
-        choices=("best", "contrastive"),
-        default="best",
-        help="RFT keeps each prompt's best right workflow (best), or only where another sample "
-        "of the prompt was not right (contrastive)",
-    )
+    parser.add_argument("--rft-kept", choices=("best", "contrastive"), default="best", help=KEPT)
     parser.add_argument("--max-completion", type=int, default=160)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
