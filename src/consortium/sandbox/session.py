@@ -30,7 +30,7 @@ from contextlib import ExitStack, suppress
 from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol
+from typing import Protocol, Self
 
 from consortium.core.errors import ConfigError
 from consortium.sandbox import fork_runner
@@ -53,15 +53,13 @@ class RunsPython(Protocol):
     ) -> SandboxResult: ...
 
 
-class SandboxSession:
-    def __init__(self, sandbox: Sandbox) -> None:
-        self.sandbox = sandbox
-        self._process: subprocess.Popen[bytes] | None = None
-        self._resources = ExitStack()
-        self._uid: int | None = None
-        self._pending = b""
+class ClosedOnExit:
+    """`with` closes it."""
 
-    def __enter__(self) -> SandboxSession:
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -71,6 +69,15 @@ class SandboxSession:
         trace: TracebackType | None,
     ) -> None:
         self.close()
+
+
+class SandboxSession(ClosedOnExit):
+    def __init__(self, sandbox: Sandbox) -> None:
+        self.sandbox = sandbox
+        self._process: subprocess.Popen[bytes] | None = None
+        self._resources = ExitStack()
+        self._uid: int | None = None
+        self._pending = b""
 
     def run_python(
         self, code: str, *, files: Mapping[str, str] | None = None, stdin: str = ""
@@ -191,7 +198,7 @@ class SandboxSession:
         return line
 
 
-class ThreadSessions:
+class ThreadSessions(ClosedOnExit):
     """A `SandboxSession` for each thread that runs a program through it, all closed together:
     a thread pool's sandbox. A session's sandbox also ends with the thread that started it
     (bubblewrap's --die-with-parent follows the thread), so none outlives its pool."""
@@ -201,17 +208,6 @@ class ThreadSessions:
         self._local = threading.local()
         self._sessions: list[SandboxSession] = []
         self._lock = threading.Lock()
-
-    def __enter__(self) -> ThreadSessions:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def run_python(
         self, code: str, *, files: Mapping[str, str] | None = None, stdin: str = ""
