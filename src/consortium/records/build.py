@@ -93,18 +93,7 @@ def _verdicts(
     progress: Progress | None,
     workers: int,
 ) -> list[Verdict]:
-    with ThreadSessions(Sandbox(IMPORT_LIMITS if kind == "code" else PROGRAM_LIMITS)) as sandbox:
-        return _verdicts_through(sandbox, kind, outputs, references, progress, workers)
-
-
-def _verdicts_through(
-    sandbox: RunsPython,
-    kind: AnswerKind,
-    outputs: list[SourceOutput],
-    references: dict[str, str | None],
-    progress: Progress | None,
-    workers: int,
-) -> list[Verdict]:
+    sandbox = ThreadSessions(Sandbox(IMPORT_LIMITS if kind == "code" else PROGRAM_LIMITS))
     code = CodeVerdicts(sandbox)
     total = len(outputs)
     done = 0
@@ -123,7 +112,7 @@ def _verdicts_through(
         return _program_answer(sandbox, output.response or "")
 
     needs_sandbox = [kind == "code" or (o.program and o.response is not None) for o in outputs]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with sandbox, ThreadPoolExecutor(max_workers=workers) as pool:
         # One run per distinct (program, tests): repeated samples are often identical.
         runs: dict[tuple[str | None, str], Future[Verdict | str | None]] = {}
         futures: dict[int, Future[Verdict | str | None]] = {}

@@ -83,9 +83,9 @@ class SandboxSession(ClosedOnExit):
         self, code: str, *, files: Mapping[str, str] | None = None, stdin: str = ""
     ) -> SandboxResult:
         """As `Sandbox.run_python`: `code` as main.py in an empty directory, `files` beside it."""
-        request = {"code": code, "files": checked_files(files), "stdin": stdin}
         if self.sandbox.isolation != "bwrap":
             return self.sandbox.run_python(code, files=files, stdin=stdin)
+        request = {"code": code, "files": checked_files(files), "stdin": stdin}
         process = self._process or self._start()
         started = time.monotonic()
         assert process.stdin is not None
@@ -212,13 +212,12 @@ class ThreadSessions(ClosedOnExit):
     def run_python(
         self, code: str, *, files: Mapping[str, str] | None = None, stdin: str = ""
     ) -> SandboxResult:
-        session = getattr(self._local, "session", None)
+        session: SandboxSession | None = getattr(self._local, "session", None)
         if session is None:
             session = self._local.session = SandboxSession(self.sandbox)
             with self._lock:
                 self._sessions.append(session)
-        result: SandboxResult = session.run_python(code, files=files, stdin=stdin)
-        return result
+        return session.run_python(code, files=files, stdin=stdin)
 
     def close(self) -> None:
         with self._lock:
