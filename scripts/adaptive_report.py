@@ -6,7 +6,9 @@ import json
 from collections import Counter
 from typing import Any
 
+from adaptive_team import LABEL as TEAM
 from consortium.train.conductor_eval import (
+    FIXED,
     figures_by_set,
     paired_difference,
     shape_label,
@@ -14,7 +16,7 @@ from consortium.train.conductor_eval import (
 )
 from consortium.train.workflow_reward import Scored
 
-BASELINES = ("best single", "vote (all)")
+BASELINES = ("best single", "vote (all)", *FIXED, TEAM)
 
 
 def _p(value: float | None) -> str:
@@ -161,23 +163,43 @@ def markdown(summary: dict[str, Any], command: str) -> str:
     lines += [
         "## Test subset: accuracy, $ and calls per question",
         "",
-        "Difference vs best single: accuracy points with a 95% paired bootstrap interval.",
+        "Difference vs best single: accuracy points with a 95% paired bootstrap interval. "
+        "Beside the conductors: the best single model and the vote over all of the set's models "
+        "written as workflows; the fixed workflows mixture-of-agents (`moa`), `debate` and "
+        "self-reflection (`reflect`) led by the set's best model, which on replay answer with "
+        "their last step's recorded sample; and the served team, each set's committed policy "
+        "folder `policies/<set>-team` (the answer-aware kind with the best train accuracy: "
+        + ", ".join(f"{name} {kind}" for name, kind in sorted(summary["team_kinds"].items()))
+        + ") run over the HTTP replay of its records on its whole test split, the subset's "
+        "questions picked from it. `stopped`: the share of valid workflows in which a step "
+        "failed (on replay: a model asked for a sample its records do not hold).",
         "",
         "| data set | conductor | valid | accuracy | $ per question | $ vs best single | calls "
-        "| vs best single (pts, CI) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| stopped | vs best single (pts, CI) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     figures = summary["figures"]
+    stopped: list[str] = []
     for name in sorted(sets):
         best_cost = figures["best single"][name]["cost"] or 1.0
         for label, by_set in figures.items():
             f = by_set[name]
             diff, low, high = summary["versus_best"][label][name]
+            if label in FIXED and f.get("stopped"):
+                stopped.append(f"{label} on {name} ({f['stopped']:.0%})")
+                continue
             lines.append(
                 f"| {name} | {label} | {f['valid']:.0%} | {f['accuracy']:.0%} | "
                 f"{f['cost']:.5f} | {f['cost'] / best_cost:.0%} | {f['calls']:.2f} | "
-                f"{diff:+.0f} ({low:+.0f}, {high:+.0f}) |"
+                f"{f.get('stopped', 0):.0%} | {diff:+.0f} ({low:+.0f}, {high:+.0f}) |"
             )
+    if stopped:
+        lines += [
+            "",
+            "Not shown, as replay cannot run them: fixed workflows that ask one model twice on "
+            "sets whose records hold one sample of it per question (the second step has no "
+            "recorded answer and stops the run): " + ", ".join(stopped) + ".",
+        ]
     lines += ["", "## Targets", "", *target_lines(summary)]
     lines += ["", "## Workflow shapes per data set on the test subset (greedy)", ""]
     for label, test in summary["shapes"].items():
@@ -243,7 +265,7 @@ def summary_of(work: Any) -> dict[str, Any]:
     shapes = {
         label: shape_test(labels(found, test_sets), seed=args.seed)
         for label, found in scores.items()
-        if label not in ("best single", "vote (all)")
+        if label not in BASELINES
     }
     sampled = json.loads((work.root / "shapes-warm.json").read_text())
     warm_sampled = shape_test(
@@ -257,7 +279,7 @@ def summary_of(work: Any) -> dict[str, Any]:
     )
     examples: dict[str, dict[str, list[str]]] = {}
     for label, found in evaluated["texts"].items():
-        if label in ("best single", "vote (all)"):
+        if label in BASELINES:
             continue
         examples[label] = {}
         for task, text in zip(tasks, found, strict=True):
@@ -284,4 +306,5 @@ def summary_of(work: Any) -> dict[str, Any]:
         "logs": logs,
         "seconds": seconds,
         "provenance": provenance.read_text().strip() if provenance.is_file() else None,
+        "team_kinds": evaluated.get("team_kinds", {}),
     }

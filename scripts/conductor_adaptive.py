@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from adaptive_report import markdown, scored_json, summary_of
-from consortium.coord.conductor.tools import WITHOUT_SCORER
-from consortium.coord.conductor.workflow import WorkflowError, parse_workflow
+from adaptive_team import LABEL as TEAM
+from adaptive_team import cached_team_scores
 from consortium.pool.config import PoolConfig
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
@@ -40,9 +40,7 @@ from consortium.replay.records import load_records_replay
 from consortium.runtime.budget import Limits
 from consortium.smallmodels.files import SMOLLM2
 from consortium.train.base_models import load_tokenizer, resolve_base
-from consortium.train.conductor_eval import (
-    baseline_workflows,
-)
+from consortium.train.conductor_eval import baseline_workflows, parsed_shape
 from consortium.train.grpo import (
     GRPOSettings,
     last_complete_checkpoint,
@@ -51,7 +49,7 @@ from consortium.train.grpo import (
 )
 from consortium.train.mixed_pool import MixedTasks, mixed_tasks
 from consortium.train.rejection_sft import RejectionSettings, last_round, rejection_sft
-from consortium.train.workflow_reward import WorkflowReward, step_counts
+from consortium.train.workflow_reward import WorkflowReward
 from consortium.train.workflow_sampling import Sampler
 from consortium.train.workflow_sft import WarmStartSettings, warm_start
 from made_by import made_by
@@ -146,15 +144,6 @@ def reward_of(
     )
 
 
-def shape_of(text: str, workers: list[str]) -> tuple[int, int, int] | None:
-    """A workflow's steps, distinct workers and tool steps; None when it does not parse."""
-    try:
-        steps = parse_workflow(text, workers, max_steps=5, tools=WITHOUT_SCORER).steps
-    except WorkflowError:
-        return None
-    return step_counts(steps)
-
-
 def stage_shapes(work: Work, pool: PoolConfig) -> None:
     """Workflows sampled at temperature 1 after the warm start, on training questions: their
     shapes as parsed (no worker is called)."""
@@ -174,7 +163,7 @@ def stage_shapes(work: Work, pool: PoolConfig) -> None:
         on_row=lambda index: say(f"sampled row {index + 1}"),
     )
     shapes = [
-        shape_of(text, json.loads(row["workers"]))
+        parsed_shape(text, json.loads(row["workers"]))
         for row, found in zip(rows, texts, strict=True)
         for text in found
     ]
@@ -209,7 +198,11 @@ def stage_train(work: Work, pool: PoolConfig) -> None:
                 continue
             say(f"{method} at λ={cost_weight:g}: {args.rollouts} rollouts")
             started = time.perf_counter()
-            common = {"max_completion_length": args.max_completion, "seed": args.seed}
+            common = {
+                "max_completion_length": args.max_completion,
+                "seed": args.seed,
+                "temperature": args.temperature,
+            }
             if method == "grpo":
                 train_conductor(
                     str(work.warm_dir),
@@ -296,13 +289,11 @@ def stage_eval(work: Work, pool: PoolConfig) -> None:
             done = Sampler.load(model).complete(rows, max_new_tokens=args.max_completion)
             path.write_text(json.dumps([found[0] for found in done]))
         texts[label] = json.loads(path.read_text())
-    for name in ("best single", "vote (all)"):
-        texts[name] = [
-            baseline_workflows(
-                json.loads(row["workers"]), work.test.sets[row["task_id"].split("/")[0]]
-            )[name]
-            for row in rows
-        ]
+    baselines = [
+        baseline_workflows(json.loads(row["workers"]), work.test.sets[row["task_id"].split("/")[0]])
+        for row in rows
+    ]
+    texts |= {name: [found[name] for found in baselines] for name in baselines[0]}
     reward = reward_of(pool, work.test, max(lambdas(args)), max_steps=10)
     try:
         scores = {
@@ -318,8 +309,13 @@ def stage_eval(work: Work, pool: PoolConfig) -> None:
         }
     finally:
         reward.close()
+    task_ids = [r["task_id"] for r in rows]
+    say("the served teams (policies/<set>-team) on the test splits")
+    scores[TEAM], kinds = cached_team_scores(
+        work.test, task_ids, Path(args.policies), folder, max(lambdas(args))
+    )
     (folder / "scores.json").write_text(
-        json.dumps({"task_ids": [r["task_id"] for r in rows], "texts": texts, "scores": scores})
+        json.dumps({"task_ids": task_ids, "texts": texts, "scores": scores, "team_kinds": kinds})
     )
 
 
@@ -329,6 +325,7 @@ def main() -> None:
     )
     parser.add_argument("--work", required=True, help="training folder (kept; resumes)")
     parser.add_argument("--out", default="reports")
+    parser.add_argument("--policies", default="policies", help="the served teams' folders")
     parser.add_argument(
         "--report-name", default="conductor-adaptive", help="OUT/NAME.md and OUT/NAME.json"
     )
@@ -349,6 +346,9 @@ def main() -> None:
     parser.add_argument("--rft-lr", type=float, default=5e-5)
     parser.add_argument("--rft-kept", choices=("best", "contrastive"), default="best", help=KEPT)
     parser.add_argument("--max-completion", type=int, default=160)
+    parser.add_argument(
+        "--temperature", type=float, default=1.0, help="sampling temperature of GRPO and RFT"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--evaluate",

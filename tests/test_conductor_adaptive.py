@@ -20,7 +20,12 @@ from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
 from consortium.replay.records import load_records_replay
 from consortium.runtime.budget import Limits
-from consortium.train.conductor_eval import baseline_workflows, paired_difference, shape_test
+from consortium.train.conductor_eval import (
+    SetFigures,
+    baseline_workflows,
+    paired_difference,
+    shape_test,
+)
 from consortium.train.grpo import training_rows
 from consortium.train.mixed_pool import MixedTasks, data_set_info, mixed_tasks
 from consortium.train.rejection_sft import RejectionSettings, best_kept, rejection_sft
@@ -125,9 +130,22 @@ def test_cost_aware_reward_on_the_replay(mixed: MixedTasks, replay_workers: Pool
         ]
         plain = free.score(rollouts)
         costed = priced.score([*rollouts, ("no workflow here", task.id, workers)])
+        maths = mixed.of("math")[0]
+        roster = list(mixed.sets["math"].roster)
+        fixed = baseline_workflows(roster, mixed.sets["math"])
+        single_math, moa, reflect = free.score(
+            [(fixed[k], maths.id, roster) for k in ("best single", "moa", "reflect")]
+        )
     finally:
         free.close()
         priced.close()
+    # on replay a mixture of agents answers with its aggregator's (the best model's) sample;
+    # self-reflection asks the best model again, and MATH's records hold one sample per question
+    assert moa.calls == len(roster) and moa.right == single_math.right
+    # the second call finds no sample and stops the run: two calls of three model steps
+    assert reflect.shape == (3, 1, 0) and reflect.calls == 2 and not reflect.right
+    figures = SetFigures.of([moa, reflect, single_math])
+    assert figures.stopped == pytest.approx(1 / 3)
     single, vote, invalid = costed
     assert single.calls == 1 and vote.calls == len(workers)
     assert vote.shape == (len(workers) + 1, len(workers), 1)

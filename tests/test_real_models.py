@@ -301,6 +301,68 @@ async def test_conductor_workflow_run_by_real_workers(
     assert outcome.answer == workers[-1]["response"]
 
 
+VOTE = (
+    'model_id = [0, 1, "vote"]\nsubtasks = ["Solve it.", "Solve it.", ""]\n'
+    'access_list = [[], [], "all"]'
+)
+
+
+def test_a_fine_tuned_conductor_writes_a_vote_step_that_runs_live(
+    servers: LlamaCppServers, tmp_path: Path
+) -> None:
+    """The warm start's fine-tuning (`workflow_sft.fine_tune`) teaches SmolLM2 one workflow with a
+    tool step, on two questions; `consortium ask --policy conductor:…` on a third: the trained
+    conductor writes the workflow, both llama.cpp models answer, and the vote returns one of
+    their texts."""
+    import subprocess
+    import sys
+
+    from consortium.coord.conductor.prompt import conductor_messages
+    from consortium.pool.local import prompt_text
+    from consortium.train.base_models import load_tokenizer, resolve_base
+    from consortium.train.workflow_sft import WarmStartSettings, fine_tune
+
+    workers = [SMOLLM2.name, GEMMA3.name]
+    base = resolve_base(SMOLLM2.name, tmp_path, 0)
+    tokenizer = load_tokenizer(base)
+    prompts = [
+        prompt_text(tokenizer, conductor_messages(q, workers, {}, examples=False))
+        for q in QUESTIONS[:2]
+    ]
+    examples = [{"prompt": prompts[i % 2], "completion": " " + VOTE} for i in range(8)]
+    folder = fine_tune(
+        base,
+        examples,
+        tmp_path / "conductor",
+        WarmStartSettings(steps=8, batch_size=1, learning_rate=3e-4),
+    )
+    pool_file = servers.write_pool(tmp_path / "pool.toml")
+    with pool_file.open("a") as handle:
+        handle.write(f'\n[[models]]\nname = "conductor"\nbackend = "local"\nmodel = "{folder}"\n')
+    traces = f"sqlite:///{tmp_path / 'traces.db'}"
+    spec = f"conductor:conductor:workers={','.join(workers)}:examples=0"
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "consortium", "ask", QUESTIONS[2]),
+            *("--pool", str(pool_file), "--policy", spec, "--traces", traces),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "3 call(s)" in done.stderr  # the conductor and the two models; the vote calls none
+    store = TraceStore(traces)
+    rows = store.task_calls(store.list_runs()[0]["run_id"], "ask")
+    store.close()
+    assert sorted(r["role"] for r in rows) == ["conductor", "tool", "worker", "worker"]
+    conductor = next(r for r in rows if r["role"] == "conductor")
+    assert conductor["response"].strip() == VOTE
+    answers = [r["response"].strip() for r in rows if r["role"] == "worker"]
+    assert sorted(r["model"] for r in rows if r["role"] == "worker") == sorted(workers)
+    assert done.stdout.strip() in answers
+
+
 def test_serve_in_front_of_the_real_pool(servers: LlamaCppServers, tmp_path: Path) -> None:
     pool_file = servers.write_pool(tmp_path / "local.toml")
     with ChildServer(

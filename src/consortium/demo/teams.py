@@ -92,22 +92,7 @@ def team_section(
     """One data set: its folders evaluated over the HTTP replay of its records."""
     dataset = load_records(records).manifest.dataset
     folders = team_folders(policies, dataset)
-    with (
-        tempfile.TemporaryDirectory(prefix="consortium-demo-") as scratch,
-        ReplayServerProcess(None, "--write-pool", f"{scratch}/pool.toml", records=[records]),
-    ):
-        result = run_evaluation(
-            EvalConfig(
-                Path(scratch) / "pool.toml",
-                f"records:path={records}:split=test",
-                tuple(str(f) for f in folders),
-                baselines=False,
-                concurrency=concurrency,
-                traces=traces,
-                kind="demo",
-            )
-        )
-    per_policy = list(result.per_policy.values())
+    per_policy = evaluate_folders(records, folders, traces, concurrency=concurrency)
     best = _correct(per_policy[0])
     vote = _correct(per_policy[ROLES.index("vote")])
     best_cost = float(np.mean([r.cost for r in per_policy[0]])) or 1.0
@@ -128,6 +113,29 @@ def team_section(
             )
         )
     return TeamSection(dataset, len(best), rows)
+
+
+def evaluate_folders(
+    records: Path, folders: Sequence[Path], traces: str, *, concurrency: int = 16
+) -> list[list[TaskResult]]:
+    """Each policy folder run on the test split of `records`, question by question, over an HTTP
+    replay server of the same records: one list of results per folder, in the split's order."""
+    with (
+        tempfile.TemporaryDirectory(prefix="consortium-demo-") as scratch,
+        ReplayServerProcess(None, "--write-pool", f"{scratch}/pool.toml", records=[records]),
+    ):
+        result = run_evaluation(
+            EvalConfig(
+                Path(scratch) / "pool.toml",
+                f"records:path={records}:split=test",
+                tuple(str(f) for f in folders),
+                baselines=False,
+                concurrency=concurrency,
+                traces=traces,
+                kind="demo",
+            )
+        )
+    return list(result.per_policy.values())
 
 
 def _correct(results: Sequence[TaskResult]) -> np.ndarray:

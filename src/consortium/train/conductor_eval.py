@@ -15,22 +15,43 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from consortium.coord.conductor.templates import template
+from consortium.coord.conductor.tools import WITHOUT_SCORER
+from consortium.coord.conductor.workflow import WorkflowError, parse_workflow
 from consortium.tasks.base import Task
 from consortium.train.mixed_pool import DataSetInfo
-from consortium.train.workflow_reward import Scored
+from consortium.train.workflow_reward import Scored, step_counts
+
+FIXED = ("moa", "debate", "reflect")
+"""The fixed workflows beside the conductors (`templates`), each led by the set's best model: on
+replay each answers with its last step's recorded sample (mixture-of-agents: the best model's
+first; debate and self-reflection: a later sample of theirs)."""
 
 
 def baseline_workflows(workers: Sequence[str], info: DataSetInfo) -> dict[str, str]:
-    """The best single model and the vote over every worker, for one prompt's worker order."""
-    best = list(workers).index(info.best_model)
-    ids = ", ".join(str(i) for i in range(len(workers)))
-    solves = ", ".join('"Solve it."' for _ in workers)
-    empties = ", ".join("[]" for _ in workers)
+    """The best single model, the vote over every worker and the fixed workflows, for one
+    prompt's worker order."""
+    roster = list(workers)
+    best = roster.index(info.best_model)
+    ids = ", ".join(str(i) for i in range(len(roster)))
+    solves = ", ".join('"Solve it."' for _ in roster)
+    empties = ", ".join("[]" for _ in roster)
+    led = [info.best_model, *(w for w in roster if w != info.best_model)]
     return {
         "best single": f'model_id = [{best}]\nsubtasks = ["Solve it."]\naccess_list = [[]]',
         "vote (all)": f'model_id = [{ids}, "vote"]\nsubtasks = [{solves}, ""]\n'
         f'access_list = [{empties}, "all"]',
-    }
+    } | {kind: template(kind, led).to_text(roster) for kind in FIXED}
+
+
+def parsed_shape(text: str, workers: Sequence[str]) -> tuple[int, int, int] | None:
+    """A workflow's steps, distinct workers and tool steps; None when it does not parse (the
+    prompt's limits: 5 steps, the tools that need no scorer)."""
+    try:
+        steps = parse_workflow(text, workers, max_steps=5, tools=WITHOUT_SCORER).steps
+    except WorkflowError:
+        return None
+    return step_counts(steps)
 
 
 def shape_label(scored: Scored) -> str:
@@ -48,6 +69,9 @@ class SetFigures:
     accuracy: float
     cost: float
     calls: float
+    stopped: float = 0.0
+    """The share of valid workflows that called fewer models than they have model steps: a
+    step failed (on replay: a model asked for a sample its records do not hold)."""
 
     @classmethod
     def of(cls, scores: Sequence[Scored]) -> SetFigures:
@@ -58,6 +82,7 @@ class SetFigures:
             sum(s.right for s in scores) / n,
             sum(s.cost for s in scores) / n,
             sum(s.calls for s in scores) / n,
+            sum(s.shape is not None and s.calls < s.shape[0] - s.shape[2] for s in scores) / n,
         )
 
 
