@@ -23,6 +23,7 @@ and the tool steps decide a workflow's answer.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import signal
 import sys
@@ -282,8 +283,9 @@ def stage_eval(work: Work, pool: PoolConfig) -> None:
     args = work.args
     rows = work.rows(work.test, pool, args.seed + 1, every_worker=True)
     texts: dict[str, list[str]] = {}
-    for label, model in conductors(work).items():
-        path = folder / f"{label.replace(' ', '_')}.texts.json"
+    prompts = hashlib.sha256(json.dumps([r["prompt"] for r in rows]).encode()).hexdigest()[:12]
+    for label, model in conductors(work).items():  # kept per conductor and test prompts
+        path = folder / f"{label.replace(' ', '_')}.{prompts}.texts.json"
         if not path.exists():
             say(f"greedy workflows of {label} on {len(rows)} test questions")
             done = Sampler.load(model).complete(rows, max_new_tokens=args.max_completion)
