@@ -7,7 +7,7 @@ BENCHMARKS ?= ../shared/data/benchmarks
 REAL_OUTPUTS ?= ../shared/data
 DEMO_ARGS ?=
 
-.PHONY: install demo teams routing-demo test test-cluster lint records coordination bench bench-litellm train compare evolve reliability real real-conductor real-pool real-pool-stop clean
+.PHONY: install demo teams routing-demo test test-cluster lint records coordination bench bench-litellm train compare evolve reliability real real-conductor conductor-adaptive conductor-reachable real-pool real-pool-stop clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -83,6 +83,9 @@ real-conductor: install
 
 conductor-adaptive: install
 	HF_HUB_OFFLINE=1 $(BIN)/python scripts/conductor_adaptive.py --work .consortium/conductor-adaptive
+
+conductor-reachable: install
+	$(BIN)/python scripts/conductor_reachable.py
 
 evolve: install
 	$(BIN)/python scripts/evolve_report.py --data $(REPLAY_DATA)

@@ -6,6 +6,7 @@ import json
 from collections import Counter
 from typing import Any
 
+from adaptive_reachable import LABEL as REACHABLE
 from adaptive_team import LABEL as TEAM
 from consortium.train.conductor_eval import (
     FIXED,
@@ -16,7 +17,7 @@ from consortium.train.conductor_eval import (
 )
 from consortium.train.workflow_reward import Scored
 
-BASELINES = ("best single", "vote (all)", *FIXED, TEAM)
+BASELINES = ("best single", "vote (all)", *FIXED, REACHABLE, TEAM)
 
 
 def _p(value: float | None) -> str:
@@ -171,7 +172,13 @@ def markdown(summary: dict[str, Any], command: str) -> str:
         "folder `policies/<set>-team` (the answer-aware kind with the best train accuracy: "
         + ", ".join(f"{name} {kind}" for name, kind in sorted(summary["team_kinds"].items()))
         + ") run over the HTTP replay of its records on its whole test split, the subset's "
-        "questions picked from it. `stopped`: the share of valid workflows in which a step "
+        "questions picked from it. `fixed, picked on train`: per set, of a family of fixed "
+        "workflows (each model alone; each ordered pair of models, then `check`; each model "
+        "three times, then `vote` or `check`; every model, then `vote`), the one with the best "
+        "mean reward at the largest λ on the training questions, written by no conductor: "
+        "what this pool and reward let one workflow per set reach ("
+        + "; ".join(f"{name}: {pick}" for name, pick in sorted(summary["picked"].items()))
+        + "). `stopped`: the share of valid workflows in which a step "
         "failed (on replay: a model asked for a sample its records do not hold).",
         "",
         "| data set | conductor | valid | accuracy | $ per question | $ vs best single | calls "
@@ -307,4 +314,5 @@ def summary_of(work: Any) -> dict[str, Any]:
         "seconds": seconds,
         "provenance": provenance.read_text().strip() if provenance.is_file() else None,
         "team_kinds": evaluated.get("team_kinds", {}),
+        "picked": evaluated.get("picked_on_train", {}),
     }

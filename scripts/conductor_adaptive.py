@@ -11,9 +11,10 @@ each kept in WORK and skipped when already there (the command resumes):
 2. shapes: workflows sampled at temperature 1 after the warm start (steps, workers, tool steps);
 3. GRPO and rejection-sampling fine-tuning (RFT) from the warm start, the same rollout budget,
    at λ = 0 and λ > 0 (reward = gate x (right - λ x cost / best single model's mean $));
-4. evaluation on each data set's test subset (greedy): accuracy, $ and calls per question of the
-   base, warm-started and trained conductors beside the best single model and the vote over all
-   of the set's models; the shape table per set with a chi-square test; example workflows.
+4. evaluation on each data set's test subset (greedy; `adaptive_eval.py`): accuracy, $ and calls
+   per question of the base, warm-started and trained conductors beside the best single model,
+   the vote over all of the set's models, the fixed workflows, one fixed workflow per set picked
+   on train and the served team; the shape table per set with a chi-square test; examples.
 
 Writes reports/conductor-adaptive.md and .json. A step's answer on replay is its model's recorded
 sample whatever the step is told or shown (declared simulation), so only the last step's model
@@ -23,7 +24,6 @@ and the tool steps decide a workflow's answer.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import signal
 import sys
@@ -31,36 +31,28 @@ import time
 from pathlib import Path
 from typing import Any
 
-from adaptive_report import markdown, scored_json, summary_of
-from adaptive_team import LABEL as TEAM
-from adaptive_team import cached_team_scores
+from adaptive_eval import lambdas, reward_of, say, stage_eval
+from adaptive_report import markdown, summary_of
 from consortium.pool.config import PoolConfig
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
 from consortium.replay.records import load_records_replay
-from consortium.runtime.budget import Limits
 from consortium.smallmodels.files import SMOLLM2
 from consortium.train.base_models import load_tokenizer, resolve_base
-from consortium.train.conductor_eval import baseline_workflows, parsed_shape
+from consortium.train.conductor_eval import parsed_shape
 from consortium.train.grpo import (
     GRPOSettings,
-    last_complete_checkpoint,
     train_conductor,
     training_rows,
 )
 from consortium.train.mixed_pool import MixedTasks, mixed_tasks
-from consortium.train.rejection_sft import RejectionSettings, last_round, rejection_sft
-from consortium.train.workflow_reward import WorkflowReward
+from consortium.train.rejection_sft import RejectionSettings, rejection_sft
 from consortium.train.workflow_sampling import Sampler
 from consortium.train.workflow_sft import WarmStartSettings, warm_start
 from made_by import made_by
 
 FOLDERS = ("records/gsm8k", "records/math", "records/humaneval", "records/date")
 KEPT = "RFT keeps a prompt's best right workflow; contrastive: only if another sample was wrong"
-
-
-def say(text: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
 
 
 def mixed_pool(folders: tuple[str, ...], base_url: str, notes: str = "none") -> PoolConfig:
@@ -131,20 +123,6 @@ def stage_warm(work: Work, pool: PoolConfig) -> None:
     )
 
 
-def reward_of(
-    pool: PoolConfig, tasks: MixedTasks, cost_weight: float, *, max_steps: int = 5
-) -> WorkflowReward:
-    """The reward; `max_steps` above 5 for the baselines (a vote over six models is 7 steps)."""
-    return WorkflowReward(
-        pool,
-        tasks.tasks,
-        tasks.grader,
-        cost_weight=cost_weight,
-        max_steps=max_steps,
-        task_limits=Limits(max_calls=max_steps),
-    )
-
-
 def stage_shapes(work: Work, pool: PoolConfig) -> None:
     """Workflows sampled at temperature 1 after the warm start, on training questions: their
     shapes as parsed (no worker is called)."""
@@ -182,10 +160,6 @@ def stage_shapes(work: Work, pool: PoolConfig) -> None:
             }
         )
     )
-
-
-def lambdas(args: argparse.Namespace) -> list[float]:
-    return [float(v) for v in args.lambdas.split(",")]
 
 
 def stage_train(work: Work, pool: PoolConfig) -> None:
@@ -248,77 +222,6 @@ def stage_train(work: Work, pool: PoolConfig) -> None:
             (out / "seconds.json").write_text(
                 json.dumps({"seconds": round(time.perf_counter() - started, 1)})
             )
-
-
-def trained_model(out: Path, method: str) -> Path | None:
-    """A run's final model, or (a run stopped early) its last complete checkpoint or round."""
-    if (out / "model" / "config.json").is_file():
-        return out / "model"
-    if method == "rft":
-        done = last_round(out)
-        return out / f"round-{done}" if done else None
-    return last_complete_checkpoint(out / "checkpoints") if out.is_dir() else None
-
-
-def conductors(work: Work) -> dict[str, str]:
-    """The conductors to evaluate, by label: the base, the warm start and each trained one
-    (those `--evaluate` names, when it names some)."""
-    found = {"base": work.base, "warm start": str(work.warm_dir)}
-    for cost_weight in lambdas(work.args):
-        for method in work.args.methods.split(","):
-            model = trained_model(work.root / f"{method}-l{cost_weight:g}", method)
-            if model is not None:
-                found[f"{method.upper()} λ={cost_weight:g}"] = str(model)
-    chosen = work.args.evaluate
-    if chosen == "all":
-        return found
-    names = {name.strip() for name in chosen.split(",")}
-    return {label: model for label, model in found.items() if label in names}
-
-
-def stage_eval(work: Work, pool: PoolConfig) -> None:
-    """Greedy workflows of every conductor and the baselines on the test subset, scored."""
-    folder = work.root / "eval"
-    folder.mkdir(exist_ok=True)
-    args = work.args
-    rows = work.rows(work.test, pool, args.seed + 1, every_worker=True)
-    texts: dict[str, list[str]] = {}
-    prompts = hashlib.sha256(json.dumps([r["prompt"] for r in rows]).encode()).hexdigest()[:12]
-    for label, model in conductors(work).items():  # kept per conductor and test prompts
-        path = folder / f"{label.replace(' ', '_')}.{prompts}.texts.json"
-        if not path.exists():
-            say(f"greedy workflows of {label} on {len(rows)} test questions")
-            done = Sampler.load(model).complete(rows, max_new_tokens=args.max_completion)
-            path.write_text(json.dumps([found[0] for found in done]))
-        texts[label] = json.loads(path.read_text())
-    baselines = [
-        baseline_workflows(json.loads(row["workers"]), work.test.sets[row["task_id"].split("/")[0]])
-        for row in rows
-    ]
-    texts |= {name: [found[name] for found in baselines] for name in baselines[0]}
-    reward = reward_of(pool, work.test, max(lambdas(args)), max_steps=10)
-    try:
-        scores = {
-            label: scored_json(
-                reward.score(
-                    [
-                        (text, row["task_id"], json.loads(row["workers"]))
-                        for row, text in zip(rows, found, strict=True)
-                    ]
-                )
-            )
-            for label, found in texts.items()
-        }
-    finally:
-        reward.close()
-    task_ids = [r["task_id"] for r in rows]
-    say("the served teams (policies/<set>-team) on the test splits")
-    scores[TEAM], kinds = cached_team_scores(
-        work.test, task_ids, Path(args.policies), folder, max(lambdas(args))
-    )
-    (folder / "scores.json").write_text(
-        json.dumps({"task_ids": task_ids, "texts": texts, "scores": scores, "team_kinds": kinds})
-    )
 
 
 def main() -> None:

@@ -10,8 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scripts.adaptive_reachable import pick, workflow_family
 
 from consortium.coord.conductor.prompt import conductor_messages
+from consortium.coord.conductor.tools import WITHOUT_SCORER
+from consortium.coord.conductor.workflow import parse_workflow
 from consortium.pool.config import PoolConfig
 from consortium.records import load_records
 from consortium.records.prices import cost_of
@@ -20,6 +23,7 @@ from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
 from consortium.replay.records import load_records_replay
 from consortium.runtime.budget import Limits
+from consortium.tasks.base import Task
 from consortium.train.conductor_eval import (
     SetFigures,
     baseline_workflows,
@@ -271,3 +275,23 @@ def test_sampler_groups_samples_per_row_and_batches_greedy_alike(tmp_path: Path)
     alone = sampler.complete(rows, max_new_tokens=6, batch_size=1)
     assert batched == alone
     assert all(len(found) == 1 for found in alone)
+
+
+def test_the_fixed_workflow_picked_on_train_follows_the_cost_weight() -> None:
+    roster = ["big", "small", "tiny"]
+    family = workflow_family(roster)
+    # 3 alone, 6 ordered pairs then check, 3 thrice then vote and 3 then check, all then vote
+    assert len(family) == 3 + 6 + 3 + 3 + 1
+    for workflow in family.values():
+        text = workflow.to_text(list(reversed(roster)))
+        assert parse_workflow(text, list(reversed(roster)), max_steps=10, tools=WITHOUT_SCORER)
+    task = Task("q", "?", "set", "train", "1", {"cost_unit": 1.0})
+
+    def runs(right: int, cost: float) -> list[tuple[Task, Scored]]:
+        return [(task, Scored(0.0, True, i < right, cost, 1)) for i in range(10)]
+
+    scores = {"set": {"big": runs(9, 1.0), "small": runs(8, 0.1), "tiny": runs(8, 0.05)}}
+    assert pick(scores, 0.0) == {"set": "big"}  # the most right answers
+    assert pick(scores, 0.2) == {"set": "tiny"}  # 0.5 x 0.1 more right < 0.2 x 0.95 saved
+    # equal reward at λ = 0: the cheaper
+    assert pick({"set": {"small": runs(8, 0.1), "tiny": runs(8, 0.05)}}, 0.0) == {"set": "tiny"}

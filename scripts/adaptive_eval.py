@@ -1,0 +1,138 @@
+"""The evaluation stage of `conductor_adaptive.py`, and the helpers its stages share: greedy
+workflows of each conductor on the test subset, scored beside the baselines (the best single
+model, the vote, the fixed workflows, one fixed workflow per set picked on train, the served
+team) through the same executor, replay and grader."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from adaptive_reachable import LABEL as REACHABLE
+from adaptive_reachable import reachable_texts
+from adaptive_report import scored_json
+from adaptive_team import LABEL as TEAM
+from adaptive_team import cached_team_scores
+from consortium.pool.config import PoolConfig
+from consortium.runtime.budget import Limits
+from consortium.train.conductor_eval import baseline_workflows
+from consortium.train.grpo import last_complete_checkpoint
+from consortium.train.mixed_pool import MixedTasks
+from consortium.train.rejection_sft import last_round
+from consortium.train.workflow_reward import WorkflowReward
+from consortium.train.workflow_sampling import Sampler
+
+if TYPE_CHECKING:
+    from conductor_adaptive import Work
+
+
+def say(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+def reward_of(
+    pool: PoolConfig, tasks: MixedTasks, cost_weight: float, *, max_steps: int = 5
+) -> WorkflowReward:
+    """The reward; `max_steps` above 5 for the baselines (a vote over six models is 7 steps)."""
+    return WorkflowReward(
+        pool,
+        tasks.tasks,
+        tasks.grader,
+        cost_weight=cost_weight,
+        max_steps=max_steps,
+        task_limits=Limits(max_calls=max_steps),
+    )
+
+
+def lambdas(args: argparse.Namespace) -> list[float]:
+    return [float(v) for v in args.lambdas.split(",")]
+
+
+def trained_model(out: Path, method: str) -> Path | None:
+    """A run's final model, or (a run stopped early) its last complete checkpoint or round."""
+    if (out / "model" / "config.json").is_file():
+        return out / "model"
+    if method == "rft":
+        done = last_round(out)
+        return out / f"round-{done}" if done else None
+    return last_complete_checkpoint(out / "checkpoints") if out.is_dir() else None
+
+
+def conductors(work: Work) -> dict[str, str]:
+    """The conductors to evaluate, by label: the base, the warm start and each trained one
+    (those `--evaluate` names, when it names some)."""
+    found = {"base": work.base, "warm start": str(work.warm_dir)}
+    for cost_weight in lambdas(work.args):
+        for method in work.args.methods.split(","):
+            model = trained_model(work.root / f"{method}-l{cost_weight:g}", method)
+            if model is not None:
+                found[f"{method.upper()} λ={cost_weight:g}"] = str(model)
+    chosen = work.args.evaluate
+    if chosen == "all":
+        return found
+    names = {name.strip() for name in chosen.split(",")}
+    return {label: model for label, model in found.items() if label in names}
+
+
+def stage_eval(work: Work, pool: PoolConfig) -> None:
+    """Greedy workflows of every conductor and the baselines on the test subset, scored."""
+    folder = work.root / "eval"
+    folder.mkdir(exist_ok=True)
+    args = work.args
+    rows = work.rows(work.test, pool, args.seed + 1, every_worker=True)
+    texts: dict[str, list[str]] = {}
+    prompts = hashlib.sha256(json.dumps([r["prompt"] for r in rows]).encode()).hexdigest()[:12]
+    for label, model in conductors(work).items():  # kept per conductor and test prompts
+        path = folder / f"{label.replace(' ', '_')}.{prompts}.texts.json"
+        if not path.exists():
+            say(f"greedy workflows of {label} on {len(rows)} test questions")
+            done = Sampler.load(model).complete(rows, max_new_tokens=args.max_completion)
+            path.write_text(json.dumps([found[0] for found in done]))
+        texts[label] = json.loads(path.read_text())
+    baselines = [
+        baseline_workflows(json.loads(row["workers"]), work.test.sets[row["task_id"].split("/")[0]])
+        for row in rows
+    ]
+    texts |= {name: [found[name] for found in baselines] for name in baselines[0]}
+    picking = reward_of(pool, work.train, 0.0, max_steps=10)
+    try:
+        texts[REACHABLE], picks = reachable_texts(
+            picking,
+            work.train,
+            max(lambdas(args)),
+            work.test,
+            rows,
+            folder / f"picked-on-train-l{max(lambdas(args)):g}.json",
+        )
+    finally:
+        picking.close()
+    reward = reward_of(pool, work.test, max(lambdas(args)), max_steps=10)
+    try:
+        scores = {
+            label: scored_json(
+                reward.score(
+                    [
+                        (text, row["task_id"], json.loads(row["workers"]))
+                        for row, text in zip(rows, found, strict=True)
+                    ]
+                )
+            )
+            for label, found in texts.items()
+        }
+    finally:
+        reward.close()
+    task_ids = [r["task_id"] for r in rows]
+    say("the served teams (policies/<set>-team) on the test splits")
+    scores[TEAM], kinds = cached_team_scores(
+        work.test, task_ids, Path(args.policies), folder, max(lambdas(args))
+    )
+    (folder / "scores.json").write_text(
+        json.dumps(
+            {"task_ids": task_ids, "texts": texts, "scores": scores}
+            | {"team_kinds": kinds, "picked_on_train": picks}
+        )
+    )

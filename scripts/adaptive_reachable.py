@@ -1,0 +1,100 @@
+"""What one fixed workflow per data set reaches with this pool and reward: among a family of
+workflows over a set's models, the one with the best mean reward on training questions at a λ,
+then measured on test questions. No conductor writes it: it shows whether a target is out of the
+pool's reach or only out of a conductor's. Picked on train only; test questions never steer the
+pick. Used by `conductor_adaptive.py` (a row of its report) and `conductor_reachable.py`."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from itertools import permutations
+from pathlib import Path
+from typing import Any
+
+from consortium.coord.conductor.workflow import Workflow, build
+from consortium.tasks.base import Task
+from consortium.train.mixed_pool import MixedTasks
+from consortium.train.workflow_reward import RIGHT, WRONG, Scored, WorkflowReward
+
+LABEL = "fixed, picked on train"
+SOLVE = "Solve it."
+Scores = dict[str, dict[str, list[tuple[Task, Scored]]]]
+"""Per data set, per family member: each training question and its score."""
+
+
+def workflow_family(roster: Sequence[str]) -> dict[str, Workflow]:
+    """Each model alone; each ordered pair, then `check` (the first answer that passes); each
+    model three times (three recorded samples), then `vote` or `check`; every model, then
+    `vote`."""
+    family = {model: build([model], [SOLVE], [()]) for model in roster}
+    for first, second in permutations(roster, 2):
+        family[f"{first}, {second}, check"] = build(
+            [first, second, "check"], [SOLVE, SOLVE, ""], [(), (), "all"]
+        )
+    for model in roster:
+        for tool in ("vote", "check"):
+            family[f"{model} x3, {tool}"] = build(
+                [model] * 3 + [tool], [SOLVE] * 3 + [""], [(), (), (), "all"]
+            )
+    n = len(roster)
+    family["all, vote"] = build([*roster, "vote"], [SOLVE] * n + [""], [*([()] * n), "all"])
+    return family
+
+
+def family_scores(reward: WorkflowReward, tasks: MixedTasks) -> Scores:
+    """Every family member of each task's set, run on the task (its roster in its own order)."""
+    rollouts: list[tuple[str, str, list[str]]] = []
+    keys: list[tuple[Task, str]] = []
+    for task in tasks.tasks:
+        roster = list(tasks.sets[task.meta["dataset"]].roster)
+        for name, workflow in workflow_family(roster).items():
+            rollouts.append((workflow.to_text(roster), task.id, roster))
+            keys.append((task, name))
+    found: Scores = defaultdict(lambda: defaultdict(list))
+    for (task, name), scored in zip(keys, reward.score(rollouts), strict=True):
+        found[task.meta["dataset"]][name].append((task, scored))
+    return found
+
+
+def pick(scores: Scores, cost_weight: float) -> dict[str, str]:
+    """Per data set, the member with the best mean reward at λ = `cost_weight` (right 1, wrong
+    0.5, less λ x $ in the task's cost unit); ties go to the cheaper."""
+
+    def merit(found: list[tuple[Task, Scored]]) -> tuple[float, float]:
+        reward = sum(
+            (RIGHT if s.right else WRONG) - cost_weight * s.cost / t.meta["cost_unit"]
+            for t, s in found
+        )
+        return reward / len(found), -sum(s.cost for _, s in found)
+
+    return {name: max(by, key=lambda m: merit(by[m])) for name, by in scores.items()}
+
+
+def picked_texts(picks: dict[str, str], test: MixedTasks, rows: list[dict[str, Any]]) -> list[str]:
+    """Each test row's workflow: its set's pick, written for the row's worker order."""
+    texts = []
+    for row in rows:
+        dataset = row["task_id"].split("/")[0]
+        family = workflow_family(test.sets[dataset].roster)
+        texts.append(family[picks[dataset]].to_text(json.loads(row["workers"])))
+    return texts
+
+
+def reachable_texts(
+    reward: WorkflowReward,
+    train: MixedTasks,
+    cost_weight: float,
+    test: MixedTasks,
+    test_rows: list[dict[str, Any]],
+    kept: Path,
+) -> tuple[list[str], dict[str, str]]:
+    """The test rows' workflows and the picks at `cost_weight`, kept in `kept` (JSON) once
+    made."""
+    if kept.exists():
+        picks = json.loads(kept.read_text())
+    else:
+        picks = pick(family_scores(reward, train), cost_weight)
+        kept.write_text(json.dumps(picks, indent=1))
+    return picked_texts(picks, test, test_rows), picks
