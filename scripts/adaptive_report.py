@@ -135,8 +135,9 @@ def markdown(summary: dict[str, Any], command: str) -> str:
         f"Budget: warm start {settings['sft_steps']} SFT steps x {settings['sft_batch']} "
         f"examples (lr {settings['sft_lr']}); each trained conductor up to "
         f"{settings['rollouts']} rollouts ({settings['questions_per_step']} questions x "
-        f"{settings['group_size']} workflows per step or round; what each run spent is in the "
-        f"reward table below), at λ = {settings['lambdas']}. Test subset: "
+        f"{settings['group_size']} workflows per step or round, sampled at temperature "
+        f"{settings.get('temperature', 1.0):g}; what each run spent is in the reward table "
+        f"below), at λ = {settings['lambdas']}. Test subset: "
         f"{settings['test_per_set']} questions per data set (greedy). The stages may run as "
         "separate invocations over one work folder (it resumes); seconds of each stage's last "
         f"invocation: {', '.join(f'{k} {v:.0f}' for k, v in summary['seconds'].items())}.",
