@@ -48,8 +48,19 @@ def reward_of(
     )
 
 
+def lambda_values(text: str) -> list[float]:
+    """`--lambdas`: comma-separated λ values, each at least 0."""
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of numbers: {text!r} (e.g. 0,0.2)") from None
+    if any(v < 0 for v in values):
+        raise argparse.ArgumentTypeError(f"a λ below 0 in {text!r}: a cost weight is at least 0")
+    return values
+
+
 def lambdas(args: argparse.Namespace) -> list[float]:
-    return [float(v) for v in args.lambdas.split(",")]
+    return lambda_values(args.lambdas)
 
 
 def trained_model(out: Path, method: str) -> Path | None:

@@ -31,9 +31,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from adaptive_eval import lambdas, reward_of, say, stage_eval
+from adaptive_eval import lambda_values, lambdas, reward_of, say, stage_eval
 from adaptive_report import markdown, summary_of
+from consortium.core.errors import ConsortiumError
 from consortium.pool.config import PoolConfig
+from consortium.records.errors import RecordsError
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
 from consortium.replay.records import load_records_replay
@@ -74,11 +76,11 @@ class Work:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.root = Path(args.work)
-        self.root.mkdir(parents=True, exist_ok=True)
         self.train = mixed_tasks(FOLDERS, "train", per_set=args.train_per_set, seed=args.seed)
         self.test = mixed_tasks(
             FOLDERS, "test", per_set=args.test_per_set, seed=args.seed + 1, infos=self.train.sets
         )
+        self.root.mkdir(parents=True, exist_ok=True)  # once the records are there
         self.base = resolve_base(args.base_model, self.root, args.seed)
         self.tokenizer = load_tokenizer(self.base)
 
@@ -270,7 +272,20 @@ def main() -> None:
         "--base-model", default=SMOLLM2.name, help="the conductor's base ('tiny': a smoke run)"
     )
     args = parser.parse_args()
+    try:
+        lambda_values(args.lambdas)
+    except argparse.ArgumentTypeError as error:
+        parser.error(f"--lambdas: {error}")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        run(args)
+    except RecordsError as error:
+        sys.exit(f"conductor_adaptive: {error} (`make records` imports the four folders)")
+    except ConsortiumError as error:
+        sys.exit(f"conductor_adaptive: {error}")
+
+
+def run(args: argparse.Namespace) -> None:
     stages = set(args.stages.split(","))
     work = Work(args)
     if "warm" in stages:

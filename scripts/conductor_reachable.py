@@ -20,9 +20,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from adaptive_eval import reward_of
+from adaptive_eval import lambda_values, reward_of
 from adaptive_reachable import Scores, family_scores, pick, workflow_family
 from conductor_adaptive import FOLDERS, mixed_pool
+from consortium.core.errors import ConsortiumError
+from consortium.records.errors import RecordsError
 from consortium.replay.launch import ReplayServerProcess
 from consortium.train.conductor_eval import paired_difference
 from consortium.train.mixed_pool import MixedTasks, mixed_tasks
@@ -134,11 +136,20 @@ def main() -> None:
     )
     parser.add_argument("--out", default="reports")
     parser.add_argument("--report-name", default="conductor-reachable")
-    parser.add_argument("--lambdas", default="0,0.005,0.02,0.2")
+    parser.add_argument("--lambdas", type=lambda_values, default="0,0.005,0.02,0.2")
     parser.add_argument("--train-per-set", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    lambdas = [float(v) for v in args.lambdas.split(",")]
+    try:
+        report(args)
+    except RecordsError as error:
+        sys.exit(f"conductor_reachable: {error} (`make records` imports the four folders)")
+    except ConsortiumError as error:
+        sys.exit(f"conductor_reachable: {error}")
+
+
+def report(args: argparse.Namespace) -> None:
+    lambdas: list[float] = args.lambdas
     train = mixed_tasks(FOLDERS, "train", per_set=args.train_per_set, seed=args.seed)
     test = mixed_tasks(FOLDERS, "test", seed=args.seed + 1, infos=train.sets)
     with ReplayServerProcess(None, records=list(FOLDERS)) as server:
