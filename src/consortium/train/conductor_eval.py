@@ -70,8 +70,9 @@ class SetFigures:
     cost: float
     calls: float
     stopped: float = 0.0
-    """The share of valid workflows that called fewer models than they have model steps: a
-    step failed (on replay: a model asked for a sample its records do not hold)."""
+    """The share of valid workflows that called fewer models than they have model steps: a step
+    before the last failed and stopped the run (on replay: a model asked for a sample its records
+    do not hold; the failed call counts as a call)."""
 
     @classmethod
     def of(cls, scores: Sequence[Scored]) -> SetFigures:
