@@ -8,7 +8,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,7 +19,9 @@ from adaptive_reachable import reachable_texts
 from adaptive_report import scored_json
 from adaptive_team import LABEL as TEAM
 from adaptive_team import cached_team_scores
+from consortium.core.errors import ConsortiumError
 from consortium.pool.config import PoolConfig
+from consortium.records.errors import RecordsError
 from consortium.runtime.budget import Limits
 from consortium.train.conductor_eval import baseline_workflows
 from consortium.train.grpo import last_complete_checkpoint
@@ -57,6 +61,17 @@ def lambda_values(text: str) -> list[float]:
     if any(v < 0 for v in values):
         raise argparse.ArgumentTypeError(f"a λ below 0 in {text!r}: a cost weight is at least 0")
     return values
+
+
+def exit_on_error(script: str, body: Callable[[], None]) -> None:
+    """Runs `body`; a project error ends the script with one line (missing records: with the
+    make target that imports them)."""
+    try:
+        body()
+    except RecordsError as error:
+        sys.exit(f"{script}: {error} (`make records` imports the four folders)")
+    except ConsortiumError as error:
+        sys.exit(f"{script}: {error}")
 
 
 def lambdas(args: argparse.Namespace) -> list[float]:

@@ -16,7 +16,7 @@ from typing import Any
 from consortium.coord.conductor.workflow import Workflow, build
 from consortium.tasks.base import Task
 from consortium.train.mixed_pool import MixedTasks
-from consortium.train.workflow_reward import RIGHT, WRONG, Scored, WorkflowReward
+from consortium.train.workflow_reward import RIGHT, WRONG, Scored, WorkflowReward, cost_penalty
 
 LABEL = "fixed, picked on train"
 SOLVE = "Solve it."
@@ -47,9 +47,10 @@ def family_scores(reward: WorkflowReward, tasks: MixedTasks) -> Scores:
     """Every family member of each task's set, run on the task (its roster in its own order)."""
     rollouts: list[tuple[str, str, list[str]]] = []
     keys: list[tuple[Task, str]] = []
+    families = {name: workflow_family(info.roster) for name, info in tasks.sets.items()}
     for task in tasks.tasks:
         roster = list(tasks.sets[task.meta["dataset"]].roster)
-        for name, workflow in workflow_family(roster).items():
+        for name, workflow in families[task.meta["dataset"]].items():
             rollouts.append((workflow.to_text(roster), task.id, roster))
             keys.append((task, name))
     found: Scores = defaultdict(lambda: defaultdict(list))
@@ -64,8 +65,7 @@ def pick(scores: Scores, cost_weight: float) -> dict[str, str]:
 
     def merit(found: list[tuple[Task, Scored]]) -> tuple[float, float]:
         reward = sum(
-            (RIGHT if s.right else WRONG) - cost_weight * s.cost / t.meta["cost_unit"]
-            for t, s in found
+            (RIGHT if s.right else WRONG) - cost_penalty(t, s.cost, cost_weight) for t, s in found
         )
         return reward / len(found), -sum(s.cost for _, s in found)
 
@@ -74,12 +74,10 @@ def pick(scores: Scores, cost_weight: float) -> dict[str, str]:
 
 def picked_texts(picks: dict[str, str], test: MixedTasks, rows: list[dict[str, Any]]) -> list[str]:
     """Each test row's workflow: its set's pick, written for the row's worker order."""
-    texts = []
-    for row in rows:
-        dataset = row["task_id"].split("/")[0]
-        family = workflow_family(test.sets[dataset].roster)
-        texts.append(family[picks[dataset]].to_text(json.loads(row["workers"])))
-    return texts
+    picked = {name: workflow_family(test.sets[name].roster)[m] for name, m in picks.items()}
+    return [
+        picked[row["task_id"].split("/")[0]].to_text(json.loads(row["workers"])) for row in rows
+    ]
 
 
 def reachable_texts(

@@ -31,11 +31,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from adaptive_eval import lambda_values, lambdas, reward_of, say, stage_eval
+from adaptive_eval import exit_on_error, lambda_values, lambdas, reward_of, say, stage_eval
 from adaptive_report import markdown, summary_of
-from consortium.core.errors import ConsortiumError
 from consortium.pool.config import PoolConfig
-from consortium.records.errors import RecordsError
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
 from consortium.replay.records import load_records_replay
@@ -277,12 +275,7 @@ def main() -> None:
     except argparse.ArgumentTypeError as error:
         parser.error(f"--lambdas: {error}")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    try:
-        run(args)
-    except RecordsError as error:
-        sys.exit(f"conductor_adaptive: {error} (`make records` imports the four folders)")
-    except ConsortiumError as error:
-        sys.exit(f"conductor_adaptive: {error}")
+    exit_on_error("conductor_adaptive", lambda: run(args))
 
 
 def run(args: argparse.Namespace) -> None:

@@ -20,11 +20,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from adaptive_eval import lambda_values, reward_of
+from adaptive_eval import exit_on_error, lambda_values, reward_of
 from adaptive_reachable import Scores, family_scores, pick, workflow_family
 from conductor_adaptive import FOLDERS, mixed_pool
-from consortium.core.errors import ConsortiumError
-from consortium.records.errors import RecordsError
 from consortium.replay.launch import ReplayServerProcess
 from consortium.train.conductor_eval import paired_difference
 from consortium.train.mixed_pool import MixedTasks, mixed_tasks
@@ -140,12 +138,7 @@ def main() -> None:
     parser.add_argument("--train-per-set", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    try:
-        report(args)
-    except RecordsError as error:
-        sys.exit(f"conductor_reachable: {error} (`make records` imports the four folders)")
-    except ConsortiumError as error:
-        sys.exit(f"conductor_reachable: {error}")
+    exit_on_error("conductor_reachable", lambda: report(args))
 
 
 def report(args: argparse.Namespace) -> None:
