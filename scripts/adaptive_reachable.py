@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Sequence
-from itertools import permutations
+from itertools import combinations, permutations, product
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +27,24 @@ Scores = dict[str, dict[str, list[tuple[Task, Scored]]]]
 def workflow_family(roster: Sequence[str]) -> dict[str, Workflow]:
     """Each model alone; each ordered pair, then `check` (the first answer that passes); each
     model three times (three recorded samples), then `vote` or `check`; every model, then
-    `vote`."""
+    `vote`. And cascades, whose later step runs only when `accept` confirms nothing: one model,
+    `accept` (a program that passes its examples), another; two answers (two models, or one
+    model twice), `accept` (they agree), a third model."""
     family = {model: build([model], [SOLVE], [()]) for model in roster}
     for first, second in permutations(roster, 2):
         family[f"{first}, {second}, check"] = build(
             [first, second, "check"], [SOLVE, SOLVE, ""], [(), (), "all"]
         )
+        family[f"{first}, accept, {second}"] = build(
+            [first, "accept", second], [SOLVE, "", SOLVE], [(), (0,), ()]
+        )
+    pairs = [*combinations(roster, 2), *((model, model) for model in roster)]
+    for (first, second), last in product(pairs, roster):
+        if last not in (first, second):
+            asked = f"{first} x2" if first == second else f"{first}, {second}"
+            family[f"{asked}, accept, {last}"] = build(
+                [first, second, "accept", last], [SOLVE, SOLVE, "", SOLVE], [(), (), (0, 1), ()]
+            )
     for model in roster:
         for tool in ("vote", "check"):
             family[f"{model} x3, {tool}"] = build(

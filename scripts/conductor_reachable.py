@@ -1,10 +1,11 @@
 """What one fixed workflow per data set reaches on the mixed records pool of
 `conductor_adaptive.py`, at each λ of its reward: the family member (each model alone, each
 ordered pair then `check`, each model three times then `vote` or `check`, every model then
-`vote`) with the best mean reward on training questions, measured on each set's whole test
-split against the set's best single model (picked on train), with a paired bootstrap interval.
-No conductor is involved: this is what a conductor writing one workflow per set could reach
-with this pool and reward, and it says at which λ the adaptive report's cost target is in reach.
+`vote`, and cascades through `accept`) with the best mean reward on training questions, measured
+on each set's whole test split against the set's best single model (picked on train), with a
+paired bootstrap interval. No conductor is involved: this is what a conductor writing one
+workflow per set could reach with this pool and reward, and it says at which λ the adaptive
+report's cost target is in reach.
 
     python scripts/conductor_reachable.py --lambdas 0,0.005,0.02,0.2
 
@@ -106,8 +107,12 @@ def markdown(rows: list[dict[str, Any]], train_per_set: int, command: str) -> st
         "wrong 0.5, less λ x $ in units of the best single model's mean $ on train) on "
         f"{train_per_set} training questions per set, then the whole test split. The family: "
         "each model alone; each ordered pair of models, then `check`; each model three times, "
-        "then `vote` or `check`; every model, then `vote`. No conductor writes these workflows: "
-        "they are what one workflow per set can reach with this pool and reward.",
+        "then `vote` or `check`; every model, then `vote`; and cascades, whose last step runs "
+        "only when the `accept` before it confirms nothing (its cost is paid only then): one "
+        "model, `accept` (a program that passes its docstring examples), another model; two "
+        "answers (two models, or one model twice), `accept` (they agree), a third model. No "
+        "conductor writes these workflows: they are what one workflow per set can reach with "
+        "this pool and reward.",
         "",
         "| picked on train by | data set | workflow | test questions | accuracy % | "
         f"best single (train) | its accuracy % | Δ pts [95% CI] | $ vs best single | {TARGET} |",

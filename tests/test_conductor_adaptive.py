@@ -164,16 +164,23 @@ def test_cost_aware_reward_on_the_replay(mixed: MixedTasks, replay_workers: Pool
 def test_warm_start_examples_span_one_to_five_steps_with_and_without_tools() -> None:
     rng = random.Random(0)
     shapes = set()
+    cascades = 0
     for n_workers in (2, 3, 6):
         workers = [f"m{i}" for i in range(n_workers)]
         for _ in range(60):
-            shape = workflow_shape(example_workflow(n_workers, rng), workers)
+            text = example_workflow(n_workers, rng)
+            shape = workflow_shape(text, workers)
             tools = shape.last in ("vote", "check")
             shapes.add((shape.steps, tools))
             if shape.steps >= 3 and not tools:
                 assert shape.models >= min(2, n_workers)
+            steps = parse_workflow(text, workers).steps
+            if any(step.model == "accept" for step in steps):
+                cascades += 1  # a cascade: a model answers after the accept, unless it stops
+                assert not steps[-1].tool and steps[-1].access == ()
     assert {steps for steps, _ in shapes} == {1, 2, 3, 4, 5}
     assert {tools for _, tools in shapes} == {True, False}
+    assert cascades > 0
     assert any(s.tools for s in SHAPES) and len(SHAPES) >= 8
 
 

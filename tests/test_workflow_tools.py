@@ -105,13 +105,13 @@ def test_a_tool_step_parses_by_name_with_no_subtask_and_round_trips() -> None:
             'model_id = [0, 1, "select"]\nsubtasks = ["a", "b", ""]\naccess_list = [[], [], "all"]',
             WorkflowModelError,
             "workflow: step 2, model_id: the tool 'select' needs a learned answer scorer, and none "
-            "was given (tools: vote, check)",
+            "was given (tools: vote, check, accept)",
         ),
         (
             'model_id = [0, 1, "rank"]\nsubtasks = ["a", "b", ""]\naccess_list = [[], [], "all"]',
             WorkflowModelError,
             "workflow: step 2, model_id: 'rank' is not a worker of this pool (recursion is off) "
-            "nor a tool (vote, check)",
+            "nor a tool (vote, check, accept)",
         ),
     ],
 )
@@ -147,7 +147,7 @@ def test_a_pool_model_named_like_a_tool_is_refused_in_one_line() -> None:
     ):
         with pytest.raises(CoordinatorError) as raised:
             attempt()
-        assert "has the name of a workflow tool (vote, check, select)" in str(raised.value)
+        assert "has the name of a workflow tool (vote, check, accept, select)" in str(raised.value)
         assert "\n" not in str(raised.value)
     pool = parse_pool(
         {

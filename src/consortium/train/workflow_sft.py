@@ -5,7 +5,8 @@ GRPO's reward is gated on the format: a group in which no workflow parses scores
 has no advantage to learn from. A small instruct model (SmolLM2-135M) writes no valid workflow
 from the prompt alone, so it first learns the three lists from examples. The targets span
 shapes of 1 to 5 steps (one direct answer, solve → check, plan → solve → verify, attempts → a
-judge, attempts → the `vote` or `check` tool, attempts → vote → a final check) with model numbers
+judge, attempts → the `vote` or `check` tool, attempts → vote → a final check, cascades: attempts
+→ `accept` → another model, which runs only when nothing is accepted) with model numbers
 drawn from each prompt's own worker subset; they teach the format and a spread of shapes, not
 which worker or shape pays — that is the job of GRPO or rejection sampling.
 """
@@ -81,6 +82,20 @@ SHAPES = (
         (SOLVE, AGAIN, ""),
         ((), (), "all"),
         (None, None, "check"),
+    ),
+    Shape(
+        "One model first; the accept tool stops there if its answer checks out, else another "
+        "model answers.",
+        (SOLVE, "", SOLVE),
+        ((), (0,), ()),
+        (None, "accept", None),
+    ),
+    Shape(
+        "Two quick attempts; the accept tool stops there if they agree, else a third model "
+        "answers.",
+        (SOLVE, AGAIN, "", SOLVE),
+        ((), (), (0, 1), ()),
+        (None, None, "accept", None),
     ),
     Shape(
         "Three independent attempts, then the vote tool picks the common answer.",

@@ -6,7 +6,8 @@ The last step's output is the answer. A recursive step hands its context to `rec
 conductor), which writes and runs an inner workflow; its answer is the step's output. A tool step
 (`coord.conductor.tools`) calls no model: it passes on the output of one step it sees, and its
 trace row (role `tool`, the tool's name as the model, 0 tokens, $0, the chosen step as its
-verdict) says which.
+verdict) says which. An `accept` step that confirms an answer ends the workflow: the steps after
+it, which waited for it, do not run, and its answer is the workflow's.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from consortium.coord.conductor.selection import select_candidate
 from consortium.coord.conductor.tool_steps import Candidate, choose
-from consortium.coord.conductor.tools import AnswerTools
+from consortium.coord.conductor.tools import STOPS, AnswerTools
 from consortium.coord.conductor.workflow import Step, Workflow, WorkflowModelError
 from consortium.core.types import Message, user
 from consortium.runtime.caller import TaskCaller
@@ -39,6 +40,8 @@ class StepResult:
     """A tool step: the index of the step whose output it passed on."""
     reason: str = ""
     """A tool step: why it chose that step."""
+    ends: bool = False
+    """An `accept` step that confirmed its answer: the steps after it did not run."""
 
 
 @dataclass
@@ -160,12 +163,16 @@ class WorkflowExecutor:
     ) -> WorkflowRun:
         """`task`: the question's task, whose answer kind and options the tool steps read
         answers by (without it: a bare task of `question`)."""
-        results: dict[int, asyncio.Task[StepResult]] = {}
+        results: dict[int, asyncio.Task[StepResult | None]] = {}
         repeats = _repeats(workflow)
         asked = task or Task("", question, "", "")
 
-        async def one(step: Step) -> StepResult:
-            earlier = [await results[j] for j in step.visible]
+        async def one(step: Step) -> StepResult | None:
+            waited = {j: await results[j] for j in workflow.waits_for(step.index)}
+            done = {j: r for j, r in waited.items() if r is not None and not r.ends}
+            if len(done) < len(waited):
+                return None  # an earlier `accept` ended the workflow
+            earlier = [done[j] for j in step.visible]
             started = time.perf_counter()
             if step.tool:
                 return await self._tool_step(step, earlier, asked, caller, depth, started)
@@ -199,13 +206,18 @@ class WorkflowExecutor:
                         results[step.index] = group.create_task(one(step))
             except BaseExceptionGroup as errors:
                 raise _first_error(errors) from None
-        finished = [results[step.index].result() for step in workflow.steps]
+        finished = [r for s in workflow.steps if (r := results[s.index].result()) is not None]
         answer = finished[-1].output if finished else ""
         run = WorkflowRun(workflow, finished, answer, depth)
         if finished and finished[-1].step.selects:
             _apply_selection(run)
         if finished and finished[-1].step.tool:
             _note_tool_answer(run)
+        if len(finished) < len(workflow):
+            run.notes.append(
+                f"the accept (step {finished[-1].step.index}) ended the workflow: "
+                f"{len(workflow) - len(finished)} later step(s) not run"
+            )
         return run
 
     async def _tool_step(
@@ -234,6 +246,7 @@ class WorkflowExecutor:
             time.perf_counter(),
             chosen=picked.step.index,
             reason=choice.reason,
+            ends=choice.ends,
         )
         messages = step_messages(step, earlier, task.question, attach_question=False)
         await caller.run.trace(
@@ -246,11 +259,19 @@ class WorkflowExecutor:
                 task_id=caller.task_id,
                 turn=step.index + 1,
                 role=role_at("tool", depth),
-                verdict=f"step {picked.step.index}",
+                verdict=_verdict(step, result),
                 latency=result.finished - started,
             )
         )
         return result
+
+
+def _verdict(step: Step, result: StepResult) -> str:
+    """The trace's verdict of a tool step: the step it passed on; for `accept`, whether it ended
+    the workflow."""
+    if step.model not in STOPS:
+        return f"step {result.chosen}"
+    return f"step {result.chosen}, ended" if result.ends else "went on"
 
 
 def _origin(run: WorkflowRun, index: int) -> int:

@@ -58,6 +58,8 @@ class ToolChoice:
     position: int
     """Which of the candidates, in the order given, is passed on."""
     reason: str
+    ends: bool = False
+    """An `accept` that confirmed its answer: the workflow ends with it."""
 
 
 async def read_candidates(
@@ -103,6 +105,25 @@ def check(seen: Sequence[Seen]) -> ToolChoice:
     return ToolChoice(passing[0], f"{len(passing)} of {len(seen)} passed: the first of them")
 
 
+def accept(seen: Sequence[Seen]) -> ToolChoice:
+    """Programs that were checked: the first that passes its examples. Any other answers: the
+    answer when at least two are seen and all give it. Otherwise the workflow goes on (passing on
+    the first step it sees)."""
+    if any(entry.checked is not None for entry in seen):
+        passing = [i for i, entry in enumerate(seen) if entry.checked]
+        if passing:
+            return ToolChoice(passing[0], "accepted: it passed its check", ends=True)
+        return ToolChoice(0, "not accepted: none passed its check; the workflow goes on")
+    classes = {entry.answer_class for entry in seen}
+    if len(seen) >= 2 and len(classes) == 1 and NO_ANSWER not in classes:
+        return ToolChoice(0, f"accepted: all {len(seen)} answers agree", ends=True)
+    if len(seen) < 2:
+        why = "one answer confirms nothing"
+    else:
+        why = "an answer could not be read" if NO_ANSWER in classes else "the answers differ"
+    return ToolChoice(0, f"not accepted: {why}; the workflow goes on")
+
+
 def select(seen: Sequence[Seen], tools: AnswerTools) -> ToolChoice:
     if tools.scorer is None:
         raise ValueError("select needs a scorer")
@@ -123,6 +144,8 @@ async def choose(
         return vote(seen, tools)
     if tool == "check":
         return check(seen)
+    if tool == "accept":
+        return accept(seen)
     if tool == "select":
         return select(seen, tools)
     raise ValueError(f"unknown tool {tool!r}")

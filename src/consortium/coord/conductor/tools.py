@@ -7,6 +7,10 @@ names, so it is free ($0, 0 tokens), deterministic, and the same on a replay and
 - `vote`: the weighted plurality of their answers (`coord.answers.rules.weighted_plurality`).
 - `check`: the first answer that passes its check (a program: its docstring examples in the
   sandbox; any other answer: one can be read); when none passes, the first step it sees.
+- `accept`: ends the workflow with an answer the steps it sees confirm (a program: the first
+  that passes its docstring examples; any other answer: at least two steps, all giving it); when
+  none is confirmed, the workflow goes on, and the steps after it run. Later steps wait for it,
+  so "ask a cheap model, accept, ask a costly one" pays for the costly one only when needed.
 - `select`: the learned answer scorer's pick (`coord.answers.scoring.best_candidate`); offered
   only when a scorer is given.
 
@@ -22,20 +26,26 @@ from dataclasses import dataclass, field
 from consortium.core.errors import CoordinatorError
 from consortium.records.schema import AnswerKind
 
-TOOLS = ("vote", "check", "select")
-WITHOUT_SCORER = ("vote", "check")
+TOOLS = ("vote", "check", "accept", "select")
+WITHOUT_SCORER = ("vote", "check", "accept")
+STOPS = ("accept",)
+"""Tools that may end the workflow: every later step waits for them."""
 """The tools every executor runs; `select` needs a scorer."""
 
 DESCRIPTIONS = {
     "vote": "the answer most of the steps it sees agree on (a weighted vote)",
     "check": "the first answer among the steps it sees that passes its check (a program: the "
     "examples in its docstring run; any other answer: an answer can be read)",
+    "accept": "ends the workflow with an answer the steps it sees confirm (a program that "
+    "passes the examples in its docstring; any other answer: two or more steps all give it); "
+    "otherwise the next steps run, so a costly step after it is paid for only when needed",
     "select": "the answer a learned scorer rates most likely right among the steps it sees",
 }
 
 SUBTASKS = {
     "vote": "The weighted vote over the answers above.",
     "check": "The first of the answers above that passes its check.",
+    "accept": "The answer above, when the answers above confirm it.",
     "select": "The answer above that the learned scorer rates best.",
 }
 """A tool step's subtask when the workflow gives none: later steps that see the tool's output

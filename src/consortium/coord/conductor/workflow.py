@@ -9,11 +9,12 @@ access_list = [[], [], "all"]
 `model_id[i]` names the worker of step i ("Model 0..k" of the prompt, or a pool name),
 `subtasks[i]` is its instruction and `access_list[i]` says which earlier steps it sees: `"all"`,
 `[]` (none) or a list of earlier step indices. A `model_id` entry may also name a tool
-(`"vote"`, `"check"`, `"select"`: `coord.conductor.tools`): a step that calls no model and passes
-on one of the answers it sees; it must see at least one earlier step, and its subtask is
-optional. The lists are read with `ast.literal_eval` only: nothing in a model's text is ever
-executed. A `<think>…</think>` block before the lists is skipped. Every violation is a
-`WorkflowError` subclass naming the step and the field.
+(`"vote"`, `"check"`, `"accept"`, `"select"`: `coord.conductor.tools`): a step that calls no model
+and passes on one of the answers it sees; it must see at least one earlier step, and its subtask
+is optional. An `accept` step may end the workflow, so every later step waits for it. The lists
+are read with `ast.literal_eval` only: nothing in a model's text is ever executed. A
+`<think>…</think>` block before the lists is skipped. Every violation is a `WorkflowError`
+subclass naming the step and the field.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from consortium.coord.conductor.tools import (
+    STOPS,
     SUBTASKS,
     TOOLS,
     WITHOUT_SCORER,
@@ -102,11 +104,17 @@ class Workflow:
     def __len__(self) -> int:
         return len(self.steps)
 
+    def waits_for(self, index: int) -> tuple[int, ...]:
+        """The earlier steps step `index` starts after: those it sees, and every earlier step
+        that may end the workflow (`tools.STOPS`)."""
+        stops = (s.index for s in self.steps[:index] if s.tool and s.model in STOPS)
+        return tuple(sorted({*self.steps[index].visible, *stops}))
+
     def critical_path(self, durations: Sequence[float]) -> float:
         """The longest chain of `durations` through the dependencies: the ideal wall time."""
         finish: list[float] = []
         for step in self.steps:
-            start = max((finish[j] for j in step.visible), default=0.0)
+            start = max((finish[j] for j in self.waits_for(step.index)), default=0.0)
             finish.append(start + durations[step.index])
         return max(finish, default=0.0)
 
