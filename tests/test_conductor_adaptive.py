@@ -287,8 +287,14 @@ def test_sampler_groups_samples_per_row_and_batches_greedy_alike(tmp_path: Path)
 def test_the_fixed_workflow_picked_on_train_follows_the_cost_weight() -> None:
     roster = ["big", "small", "tiny"]
     family = workflow_family(roster)
-    # 3 alone, 6 ordered pairs then check, 3 thrice then vote and 3 then check, all then vote
-    assert len(family) == 3 + 6 + 3 + 3 + 1
+    # 3 alone, 6 ordered pairs then check, 3 thrice then vote and 3 then check, all then vote;
+    # cascades: 6 ordered pairs around an accept, and 3 pairs (1 third model each) and 3 models
+    # asked twice (2 third models each) then accept, then the third model
+    assert len(family) == 3 + 6 + 3 + 3 + 1 + 6 + 3 + 6
+    cascade = family["tiny x2, accept, big"].steps
+    assert [s.model for s in cascade] == ["tiny", "tiny", "accept", "big"]
+    assert cascade[2].visible == (0, 1) and cascade[3].visible == ()
+    assert [s.model for s in family["small, accept, big"].steps] == ["small", "accept", "big"]
     for workflow in family.values():
         text = workflow.to_text(list(reversed(roster)))
         assert parse_workflow(text, list(reversed(roster)), max_steps=10, tools=WITHOUT_SCORER)
