@@ -179,8 +179,9 @@ def markdown(summary: dict[str, Any], command: str) -> str:
         "mean reward at the largest λ on the training questions, written by no conductor: "
         "what this pool and reward let one workflow per set reach ("
         + "; ".join(f"{name}: {pick}" for name, pick in sorted(summary["picked"].items()))
-        + "). `stopped`: the share of valid workflows in which a step "
-        "failed (on replay: a model asked for a sample its records do not hold).",
+        + "). `stopped`: the share of workflows whose run stopped at a failed step (on "
+        "replay: a model asked for a sample its records do not hold); a workflow an `accept` "
+        "step ended early did not fail.",
         "",
         "| data set | conductor | valid | accuracy | $ per question | $ vs best single | calls "
         "| stopped | vs best single (pts, CI) |",

@@ -148,6 +148,7 @@ def test_cost_aware_reward_on_the_replay(mixed: MixedTasks, replay_workers: Pool
     assert moa.calls == len(roster) and moa.right == single_math.right
     # the second call finds no sample and stops the run: two calls of three model steps
     assert reflect.shape == (3, 1, 0) and reflect.calls == 2 and not reflect.right
+    assert reflect.failed and not moa.failed and not single_math.failed
     figures = SetFigures.of([moa, reflect, single_math])
     assert figures.stopped == pytest.approx(1 / 3)
     single, vote, invalid = costed

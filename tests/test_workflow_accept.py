@@ -25,10 +25,13 @@ from consortium.pool.config import load_pool, parse_pool
 from consortium.records import load_records
 from consortium.records.tasks import RecordsGrader, records_tasks
 from consortium.replay.launch import ReplayServerProcess
+from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
 from consortium.tasks.base import Task
 from consortium.tasks.code_checks import check_reply
+from consortium.train.conductor_eval import SetFigures
+from consortium.train.workflow_reward import score_rollout
 from tests.helpers import SharedRecords
 from tests.scripted_server import ScriptedServer, scripted_server
 
@@ -38,7 +41,7 @@ CASCADE = build(
     [(), (), (0, 1), ()],
 )
 """Two cheap answers; when they agree the workflow ends, otherwise the costly model answers."""
-QUESTION = Task("q", "What is 6 * 7?", "42", "arith")
+QUESTION = Task("q", "What is 6 * 7?", "arith", "test", "42")
 
 
 # --- the rule and the DAG --------------------------------------------------------------------
@@ -118,6 +121,19 @@ async def test_agreeing_cheap_answers_end_the_workflow_before_the_costly_call(
         assert any("ended the workflow: 1 later step(s) not run" in n for n in run.notes)
         (tool,) = [r for r in store.task_calls(caller.run_id, "agree") if r["role"] == "tool"]
         assert (tool["model"], tool["verdict"], tool["cost"]) == ("accept", "step 0, ended", 0.0)
+        # the training reward: right, two calls, and a run the accept ended is not a failed one
+        scored = await score_rollout(
+            CASCADE.to_text(list(replies)),
+            QUESTION,
+            list(replies),
+            RecordsGrader("number"),
+            caller,
+            max_steps=5,
+            task_limits=Limits(max_calls=5),
+            executor=executor,
+        )
+        assert (scored.right, scored.calls, scored.failed) == (True, 2, False)
+        assert SetFigures.of([scored]).stopped == 0.0
 
         # the cheap answers differ: the workflow goes on and the costly model answers
         replies["second"] = "The answer is 48."

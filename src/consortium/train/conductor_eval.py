@@ -70,9 +70,9 @@ class SetFigures:
     cost: float
     calls: float
     stopped: float = 0.0
-    """The share of valid workflows that called fewer models than they have model steps: a step
-    before the last failed and stopped the run (on replay: a model asked for a sample its records
-    do not hold; the failed call counts as a call)."""
+    """The share of workflows whose run stopped at a failed step (`Scored.failed`; on replay: a
+    model asked for a sample its records do not hold). A workflow an `accept` ended early did
+    not fail."""
 
     @classmethod
     def of(cls, scores: Sequence[Scored]) -> SetFigures:
@@ -83,7 +83,7 @@ class SetFigures:
             sum(s.right for s in scores) / n,
             sum(s.cost for s in scores) / n,
             sum(s.calls for s in scores) / n,
-            sum(s.shape is not None and s.calls < s.shape[0] - s.shape[2] for s in scores) / n,
+            sum(s.failed for s in scores) / n,
         )
 
 

@@ -71,6 +71,9 @@ class Scored:
     calls: int = 0
     shape: tuple[int, int, int] | None = None
     """A valid workflow's steps, distinct workers and tool steps."""
+    failed: bool = False
+    """A valid workflow whose run stopped at a failed step (on replay: a model asked for a
+    sample its records do not hold); it scores as wrong."""
 
 
 def step_counts(steps: Sequence[Step]) -> tuple[int, int, int]:
@@ -102,16 +105,16 @@ async def score_rollout(
         return Scored(FORMAT_FAIL, False)
     shape = step_counts(workflow.steps)
     task_caller = caller.for_task(task.id, "grpo", task_limits)
-    right = False
+    right = failed = False
     try:
         run = await executor.run(workflow, task.question, task_caller, task=task)
     except (AgentError, BudgetExceeded):
-        pass  # it parsed and ran; a worker failure is not a format failure
+        failed = True  # it parsed and ran; a worker failure is not a format failure
     else:
         right = (await asyncio.to_thread(grader.grade, task, run.answer)).correct
     cost = task_caller.budget.cost
     score = (RIGHT if right else WRONG) - cost_penalty(task, cost, cost_weight)
-    return Scored(score, True, right, cost, task_caller.budget.calls, shape)
+    return Scored(score, True, right, cost, task_caller.budget.calls, shape, failed)
 
 
 def cost_penalty(task: Task, cost: float, cost_weight: float) -> float:
