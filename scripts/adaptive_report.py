@@ -117,7 +117,9 @@ def markdown(summary: dict[str, Any], command: str) -> str:
         )
         + "Declared simulation: a step's answer is its model's recorded "
         "sample whatever it is told or shown, so a workflow's answer is its last model step's "
-        "recorded answer unless a tool step (`vote`, `check`) picks another. The prompt has no "
+        "recorded answer unless a tool step (`vote`, `check`, `accept`) picks another; an "
+        "`accept` that confirms an answer ends the workflow, and the steps after it are not run "
+        "or paid for. The prompt has no "
         "example workflows (`examples=0`); the warm start teaches the format. Reward = gate x "
         "(1 right / 0.5 wrong − λ x $ / the set's best single model's mean $ on its train split). "
         "Everything ran on this machine's 2 shared CPU cores.",
