@@ -28,9 +28,9 @@ from consortium.records.schema import AnswerKind
 
 TOOLS = ("vote", "check", "accept", "select")
 WITHOUT_SCORER = ("vote", "check", "accept")
+"""The tools every executor runs; `select` needs a scorer."""
 STOPS = ("accept",)
 """Tools that may end the workflow: every later step waits for them."""
-"""The tools every executor runs; `select` needs a scorer."""
 
 DESCRIPTIONS = {
     "vote": "the answer most of the steps it sees agree on (a weighted vote)",
