@@ -32,6 +32,8 @@ from consortium.tasks.base import Task
 from consortium.tasks.code_checks import check_reply
 from consortium.train.conductor_eval import SetFigures
 from consortium.train.workflow_reward import score_rollout
+from consortium.viewer.dag import dag_svg, traced_workflows
+from consortium.viewer.html import Palette
 from tests.helpers import SharedRecords
 from tests.scripted_server import ScriptedServer, scripted_server
 
@@ -121,6 +123,10 @@ async def test_agreeing_cheap_answers_end_the_workflow_before_the_costly_call(
         assert any("ended the workflow: 1 later step(s) not run" in n for n in run.notes)
         (tool,) = [r for r in store.task_calls(caller.run_id, "agree") if r["role"] == "tool"]
         assert (tool["model"], tool["verdict"], tool["cost"]) == ("accept", "step 0, ended", 0.0)
+        # the viewer draws the steps that ran, the accept labelled with what it did
+        (traced,) = traced_workflows(store.task_calls(caller.run_id, "agree"))
+        assert [step.call["model"] for step in traced.steps] == ["cheap", "second", "accept"]
+        assert "accept → step 0, ended" in dag_svg(traced, Palette(list(replies)))
         # the training reward: right, two calls, and a run the accept ended is not a failed one
         scored = await score_rollout(
             CASCADE.to_text(list(replies)),
@@ -146,6 +152,9 @@ async def test_agreeing_cheap_answers_end_the_workflow_before_the_costly_call(
         assert run.steps[3].started >= run.steps[2].finished  # it waited for the accept
         (tool,) = [r for r in store.task_calls(caller.run_id, "differ") if r["role"] == "tool"]
         assert tool["verdict"] == "went on"
+        (traced,) = traced_workflows(store.task_calls(caller.run_id, "differ"))
+        assert [step.call["model"] for step in traced.steps][-2:] == ["accept", "costly"]
+        assert "accept → went on" in dag_svg(traced, Palette(list(replies)))
         assert not any("ended the workflow" in n for n in run.notes)
     finally:
         await pool.aclose()
