@@ -127,6 +127,7 @@ def test_conduct_runs_a_given_workflow_file(pool_file: Path, question: str, tmp_
         (["--conductor", "nobody"], "unknown model 'nobody'"),
         ([], "give either --conductor MODEL or --workflow"),
         (["--conductor", "boss", "--workers", "ghost"], "unknown model 'ghost'"),
+        (["--conductor", "boss", "--answers", "numbers"], "--answers must be one of number,"),
     ],
 )
 def test_conduct_bad_input_is_one_clear_line(
@@ -221,3 +222,35 @@ def test_a_workflow_that_fails_says_why_in_every_output(
     exported = cli("traces", "export", "latest", "--traces", traces).stdout.splitlines()
     calls = [json.loads(line) for line in exported]
     assert len(calls) == 2 and all(c["task_error"] == why and c["error"] is None for c in calls)
+
+
+def test_conduct_reads_answers_as_the_given_kind_for_tool_steps(tmp_path: Path) -> None:
+    """Two workers state 42 in different words: read as numbers they agree and `accept` ends the
+    workflow before the third model; read as free text (the default) they do not."""
+    replies = {"a": "6 * 7 = 42, so the result is \\boxed{42}.", "b": "The answer is 42."}
+    replies["c"] = "The answer is 42."
+    with scripted_server({n: (lambda _m, r=r: r) for n, r in replies.items()}) as server:
+        path = tmp_path / "pool.toml"
+        path.write_text(
+            "".join(
+                f'[[models]]\nname = "{n}"\nbase_url = "{server.base_url}"\nmodel = "{n}"\n'
+                for n in replies
+            )
+        )
+        flow = 'model_id = [0, 1, "accept", 2]\nsubtasks = ["a", "b", "", "c"]\n'
+        flow += "access_list = [[], [], [0, 1], []]"
+        runs = {
+            kind: cli(
+                *("conduct", "--pool", str(path), "--workflow", flow, "What is 6 * 7?"),
+                *(("--answers", kind) if kind else ()),
+                *("--traces", f"sqlite:///{tmp_path / 't.db'}"),
+            )
+            for kind in ("number", None)
+        }
+    for result in runs.values():
+        assert result.returncode == 0, result.stderr
+    assert "ended the workflow: 1 later step(s) not run" in runs["number"].stdout
+    assert "2 call(s)" in runs["number"].stdout + runs["number"].stderr
+    assert "ended the workflow" not in runs[None].stdout
+    assert "3 call(s)" in runs[None].stdout + runs[None].stderr
+    assert sorted(r["model"] for r in server.requests) == ["a", "a", "b", "b", "c"]

@@ -145,6 +145,13 @@ def conduct(
     max_depth: Annotated[int, typer.Option(help="Deepest recursive call.")] = 1,
     max_calls: Annotated[int, typer.Option(help="Conductor calls per question, all depths.")] = 3,
     max_steps: Annotated[int, typer.Option(help="Steps per workflow (paper: 5).")] = 5,
+    answers: Annotated[
+        str | None,
+        typer.Option(
+            help="How the tool steps (vote, check, accept) read and compare answers: number, "
+            "latex, choice, date, code or text. Default: text, each answer's stated final answer."
+        ),
+    ] = None,
     traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
     """Answer one question with a workflow: a conductor model writes it (or --workflow gives it),
@@ -161,6 +168,8 @@ def conduct(
     """
     from consortium.coord.conductor.executor import WorkflowExecutor
     from consortium.coord.conductor.policy import ConductorCoordinator
+    from consortium.coord.conductor.spec import answer_kind
+    from consortium.coord.conductor.tools import AnswerTools
     from consortium.coord.conductor.workflow import parse_workflow
     from consortium.pool import Pool
     from consortium.runtime.caller import Caller
@@ -171,6 +180,7 @@ def conduct(
         raise ConsortiumError("the question is empty")
     if (conductor is None) == (workflow is None):
         raise ConsortiumError("give either --conductor MODEL or --workflow TEXT|@FILE")
+    executor = WorkflowExecutor(tools=AnswerTools(answer_kind(answers, "--answers")))
     config = load_pool(pool)
     if conductor is not None:
         config.get(conductor)
@@ -197,7 +207,7 @@ def conduct(
             caller = Caller(members, store, run_id, telemetry=Telemetry.from_env())
             task_caller = caller.for_task("conduct", "conduct")
             if fixed is not None:
-                return await WorkflowExecutor().run(fixed, question, task_caller), caller
+                return await executor.run(fixed, question, task_caller), caller
             assert conductor is not None
             policy = ConductorCoordinator(
                 conductor,
@@ -207,6 +217,7 @@ def conduct(
                 recursion=recursion,
                 max_depth=max_depth,
                 max_conductor_calls=max_calls,
+                executor=executor,
             )
             outcome = await policy.run(Task("conduct", question, "ask", "none"), task_caller)
             assert outcome.workflow is not None

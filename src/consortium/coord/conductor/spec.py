@@ -67,6 +67,18 @@ def _models(config: PoolConfig, value: str | None, default: list[str]) -> list[s
     return names
 
 
+def answer_kind(given: str | None, where: str) -> AnswerKind | None:
+    """The answer kind `given` names (None: the task's own); one line naming `where` when it is
+    not one."""
+    if given is None:
+        return None
+    kinds: tuple[AnswerKind, ...] = get_args(AnswerKind)
+    for kind in kinds:
+        if kind == given:
+            return kind
+    raise ConfigError(f"{where} must be one of {', '.join(kinds)}")
+
+
 def answer_tools(text: str, options: dict[str, str], config: PoolConfig) -> AnswerTools:
     """The tool steps' settings from `answers=KIND` and `tools=FOLDER`. The folder's models are
     renamed to the pool's where the pool serves them; one it does not serve keeps its name (no
@@ -80,13 +92,7 @@ def answer_tools(text: str, options: dict[str, str], config: PoolConfig) -> Answ
         except UnknownModelError:
             return model
 
-    kinds: tuple[AnswerKind, ...] = get_args(AnswerKind)
-    given = options.get("answers")
-    kind: AnswerKind | None = None
-    if given is not None:
-        if given not in kinds:
-            raise ConfigError(f"--policy {text!r}: answers must be one of {', '.join(kinds)}")
-        kind = next(k for k in kinds if k == given)
+    kind = answer_kind(options.get("answers"), f"--policy {text!r}: answers")
     folder = options.get("tools")
     if folder is None:
         return AnswerTools(kind)
