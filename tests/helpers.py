@@ -80,3 +80,43 @@ class SharedRecords:
                 )  # fmt: skip
                 write_records(folder, manifest, rows)
         return folder
+
+
+def recorded_first_samples(folder: Path) -> dict[tuple[str, str], str]:
+    """Each (question id, model)'s first recorded response in a records folder."""
+    from consortium.records import load_records
+
+    rows = load_records(folder).table.select(["question_id", "model", "sample", "response"])
+    return {
+        (r["question_id"], r["model"]): r["response"] or ""
+        for r in rows.to_pylist()
+        if r["sample"] == 0
+    }
+
+
+async def run_on_records(
+    folder: Path,
+    coordinators: list[Any],
+    tasks: list[Any],
+    grader: Any,
+    store: TraceStore,
+    pool_file: Path,
+) -> tuple[list[list[Any]], str]:
+    """Each coordinator's results on `tasks`, run one after the other over the HTTP replay of a
+    records folder (a server of its own, its pool written to `pool_file`), traced in `store`;
+    and the run's id."""
+    from consortium.evaluation.runner import run_policy
+    from consortium.pool.config import load_pool
+    from consortium.replay.launch import ReplayServerProcess
+
+    with ReplayServerProcess(None, "--write-pool", str(pool_file), records=[folder]):
+        pool = Pool(load_pool(pool_file))
+        caller = Caller(pool, store, store.start_run("test", pool=f"records/{folder.name}"))
+        try:
+            results = [
+                await run_policy(coordinator, tasks, grader, caller, concurrency=4)
+                for coordinator in coordinators
+            ]
+        finally:
+            await pool.aclose()
+    return results, caller.run_id

@@ -19,12 +19,9 @@ from consortium.coord.conductor.templates import WorkflowCoordinator
 from consortium.coord.conductor.tool_steps import accept
 from consortium.coord.conductor.tools import AnswerTools
 from consortium.coord.conductor.workflow import build, parse_workflow
-from consortium.evaluation.runner import run_policy
 from consortium.pool import Pool
-from consortium.pool.config import load_pool, parse_pool
-from consortium.records import load_records
+from consortium.pool.config import parse_pool
 from consortium.records.tasks import RecordsGrader, records_tasks
-from consortium.replay.launch import ReplayServerProcess
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
@@ -34,7 +31,7 @@ from consortium.train.conductor_eval import SetFigures
 from consortium.train.workflow_reward import score_rollout
 from consortium.viewer.dag import dag_svg, traced_workflows
 from consortium.viewer.html import Palette
-from tests.helpers import SharedRecords
+from tests.helpers import SharedRecords, recorded_first_samples, run_on_records
 from tests.scripted_server import ScriptedServer, scripted_server
 
 CASCADE = build(
@@ -179,37 +176,23 @@ async def test_a_cascade_on_recorded_programs_calls_the_costly_model_only_when_n
         [(), (0,), ()],
     )
     alone = build([COSTLY], ["Write the function."], [()])
-    pool_file = tmp_path / "replay.toml"
     store = TraceStore(f"sqlite:///{tmp_path / 'traces.db'}")
-    with ReplayServerProcess(None, "--write-pool", str(pool_file), records=[humaneval]):
-        pool = Pool(load_pool(pool_file))
-        caller = Caller(pool, store, store.start_run("test", pool="records/humaneval"))
-        try:
-            results, costly = [
-                await run_policy(
-                    WorkflowCoordinator(workflow, name),
-                    tasks,
-                    RecordsGrader("code"),
-                    caller,
-                    concurrency=4,
-                )
-                for workflow, name in ((cascade, "cascade"), (alone, "costly alone"))
-            ]
-        finally:
-            await pool.aclose()
-    rows = load_records(humaneval).table.select(["question_id", "model", "sample", "response"])
-    recorded = {
-        (r["question_id"], r["model"]): r["response"] or ""
-        for r in rows.to_pylist()
-        if r["sample"] == 0
-    }
+    (results, costly), run_id = await run_on_records(
+        humaneval,
+        [WorkflowCoordinator(cascade, "cascade"), WorkflowCoordinator(alone, "costly alone")],
+        tasks,
+        RecordsGrader("code"),
+        store,
+        tmp_path / "replay.toml",
+    )
+    recorded = recorded_first_samples(humaneval)
     accepted = 0
     for result in results:
         passes = check_reply(result.task.question, recorded[(result.task.id, CHEAP)]).passed
         assert result.answer == recorded[(result.task.id, CHEAP if passes else COSTLY)]
         called = [
             r["model"]
-            for r in store.task_calls(caller.run_id, result.task.id)
+            for r in store.task_calls(run_id, result.task.id)
             if r["policy"] == "cascade" and r["role"] == "worker"
         ]
         assert called == ([CHEAP] if passes else [CHEAP, COSTLY])

@@ -54,7 +54,7 @@ from consortium.train.workflow_validity import WorkflowShape, workflow_shape
 from consortium.viewer.dag import dag_svg, traced_workflows
 from consortium.viewer.html import Palette
 from consortium.viewer.queries import run_models, run_totals
-from tests.helpers import SharedRecords
+from tests.helpers import SharedRecords, recorded_first_samples, run_on_records
 from tests.scripted_server import scripted_server
 
 pytestmark = pytest.mark.slow  # servers and records imports: tens of seconds
@@ -258,22 +258,13 @@ def _run(result: TaskResult) -> WorkflowRun:
     return result.outcome.workflow
 
 
-def _recorded_first_samples(folder: Path) -> dict[tuple[str, str], str]:
-    rows = load_records(folder).table.select(["question_id", "model", "sample", "response"])
-    return {
-        (r["question_id"], r["model"]): r["response"] or ""
-        for r in rows.to_pylist()
-        if r["sample"] == 0
-    }
-
-
 def test_ask_three_then_vote_gives_the_weighted_vote_per_question(
     measured: Measured, gsm8k: Path
 ) -> None:
     table = outcome_table(load_records(gsm8k))
     index = {q: i for i, q in enumerate(table.question_ids)}
     rule = WeightedVote(TRIO, {model: 1.0 for model in TRIO})  # the records runner's vote
-    recorded = _recorded_first_samples(gsm8k)
+    recorded = recorded_first_samples(gsm8k)
     differ = []
     for result in measured.vote:
         played = play(rule, table, index[result.task.id])
@@ -391,23 +382,11 @@ async def test_check_passes_on_the_first_program_that_passes_its_docstring_examp
     tasks = records_tasks(str(humaneval), "test")[0][:CODE_TASKS]
     workflow = build([*CODERS, "check"], ["Write the function."] * 3 + [""], [(), (), (), "all"])
     coordinator = WorkflowCoordinator(workflow, "ask three, then check")
-    pool_file = tmp_path / "replay.toml"
     store = TraceStore(f"sqlite:///{tmp_path / 'traces.db'}")
-    with ReplayServerProcess(None, "--write-pool", str(pool_file), records=[humaneval]):
-        pool = Pool(load_pool(pool_file))
-        caller = Caller(pool, store, store.start_run("test", pool="records/humaneval"))
-        try:
-            results = await run_policy(
-                coordinator, tasks, RecordsGrader("code"), caller, concurrency=4
-            )
-        finally:
-            await pool.aclose()
-    rows = load_records(humaneval).table.select(["question_id", "model", "sample", "response"])
-    recorded = {
-        (r["question_id"], r["model"]): r["response"] or ""
-        for r in rows.to_pylist()
-        if r["sample"] == 0
-    }
+    (results,), _ = await run_on_records(
+        humaneval, [coordinator], tasks, RecordsGrader("code"), store, tmp_path / "replay.toml"
+    )
+    recorded = recorded_first_samples(humaneval)
     rescued = 0
     for result in results:
         run = _run(result)
