@@ -177,6 +177,7 @@ def stage_train(work: Work, pool: PoolConfig) -> None:
                 "max_completion_length": args.max_completion,
                 "seed": args.seed,
                 "temperature": args.temperature,
+                "min_p": args.min_p,
             }
             if method == "grpo":
                 train_conductor(
@@ -254,6 +255,13 @@ def main() -> None:
     parser.add_argument(
         "--temperature", type=float, default=1.0, help="sampling temperature of GRPO and RFT"
     )
+    parser.add_argument(
+        "--min-p",
+        type=float,
+        default=0.0,
+        help="GRPO and RFT sample only tokens at least this share of the likeliest one's "
+        "probability (0: every token)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--evaluate",
@@ -274,6 +282,8 @@ def main() -> None:
         lambda_values(args.lambdas)
     except argparse.ArgumentTypeError as error:
         parser.error(f"--lambdas: {error}")
+    if not 0 <= args.min_p < 1:
+        parser.error(f"--min-p: expected a share in [0, 1), got {args.min_p:g}")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     exit_on_error("conductor_adaptive", lambda: run(args))
 

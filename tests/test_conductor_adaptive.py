@@ -283,6 +283,10 @@ def test_sampler_groups_samples_per_row_and_batches_greedy_alike(tmp_path: Path)
     alone = sampler.complete(rows, max_new_tokens=6, batch_size=1)
     assert batched == alone
     assert all(len(found) == 1 for found in alone)
+    # min_p 1 keeps only the likeliest token: sampling at any temperature writes the greedy text
+    hot = sampler.complete(rows, samples=2, temperature=5.0, min_p=1.0, max_new_tokens=6, seed=3)
+    assert hot == [found * 2 for found in alone]
+    assert sampler.complete(rows, samples=2, temperature=5.0, max_new_tokens=6, seed=3) != hot
 
 
 def test_the_fixed_workflow_picked_on_train_follows_the_cost_weight() -> None:

@@ -40,6 +40,8 @@ class GRPOSettings:
     learning_rate: float = 1e-6
     max_completion_length: int = 1024
     temperature: float = 1.0
+    min_p: float = 0.0
+    """Sample only tokens at least this share of the likeliest one's probability (0: all)."""
     min_workers: int = 2
     """Smallest random worker subset per prompt; the largest is the whole pool."""
     max_steps: int = 5
@@ -175,6 +177,7 @@ def train_conductor(
         num_generations=settings.group_size,
         max_completion_length=settings.max_completion_length,
         temperature=settings.temperature,
+        min_p=settings.min_p or None,
         learning_rate=settings.learning_rate,
         lr_scheduler_type="cosine",
         warmup_steps=0.03,  # a ratio of the total steps

@@ -39,6 +39,8 @@ class RejectionSettings:
     """Passes over a round's kept workflows."""
     learning_rate: float = 5e-5
     temperature: float = 1.0
+    min_p: float = 0.0
+    """Sample only tokens at least this share of the likeliest one's probability (0: all)."""
     max_completion_length: int = 160
     seed: int = 0
     keep_rounds: int = 2
@@ -126,6 +128,7 @@ def rejection_sft(
             batch,
             samples=settings.samples,
             temperature=settings.temperature,
+            min_p=settings.min_p,
             max_new_tokens=settings.max_completion_length,
             seed=settings.seed + index,
         )

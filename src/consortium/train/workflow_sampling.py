@@ -43,6 +43,7 @@ class Sampler:
         *,
         samples: int = 1,
         temperature: float = 0.0,
+        min_p: float = 0.0,
         max_new_tokens: int = 160,
         seed: int = 0,
         batch_size: int = 8,
@@ -50,7 +51,9 @@ class Sampler:
     ) -> list[list[str]]:
         """`samples` completions per row (sampled when `temperature` > 0, else one greedy
         completion repeated), `batch_size` rows at a time, left-padded: on a CPU decoding reads
-        every weight once per token, so a batch costs little more than one row."""
+        every weight once per token, so a batch costs little more than one row. `min_p` > 0
+        samples only tokens at least that share of the likeliest token's probability: a small
+        conductor at temperature 1 otherwise derails its three lists on one unlikely token."""
         import torch
 
         torch.manual_seed(seed)
@@ -68,6 +71,7 @@ class Sampler:
             )
             sampling: dict[str, Any] = (
                 {"do_sample": True, "temperature": temperature, "top_k": 0}
+                | ({"min_p": min_p} if min_p > 0 else {})
                 if temperature > 0
                 else {"do_sample": False}
             )
