@@ -127,7 +127,7 @@ def test_conduct_runs_a_given_workflow_file(pool_file: Path, question: str, tmp_
         (["--conductor", "nobody"], "unknown model 'nobody'"),
         ([], "give either --conductor MODEL or --workflow"),
         (["--conductor", "boss", "--workers", "ghost"], "unknown model 'ghost'"),
-        (["--conductor", "boss", "--answers", "numbers"], "--answers must be one of number,"),
+        (["--conductor", "boss", "--answers", "numbers"], "--answers: expected one of number,"),
     ],
 )
 def test_conduct_bad_input_is_one_clear_line(

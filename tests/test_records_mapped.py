@@ -297,6 +297,11 @@ def test_the_command_line_refuses_bad_input_in_one_line(tmp_path: Path) -> None:
         cli("records", "import-file", *file_args(files), *MAP_ARGS, *common[:-2]),
         "give --out",
     )
+    one_line_error(
+        cli("records", "import-file", *file_args(files), *MAP_ARGS, *common[:4], "--kind",
+            "multiple-choice", "--out", "o"),
+        "--kind: expected one of number, latex, choice, code, date, text, got 'multiple-choice'",
+    )  # fmt: skip
 
 
 def test_the_recipe_is_stored_and_reimport_gives_the_same_folder(tmp_path: Path) -> None:

@@ -472,6 +472,6 @@ def test_the_conductor_spec_takes_the_answer_kind_and_a_scorer_folder(
     with pytest.raises(ConfigError) as raised:
         build_coordinator(f"{spec}:answers=prose", config)
     assert str(raised.value) == (
-        f"--policy '{spec}:answers=prose': answers must be one of number, latex, choice, code, "
-        "date, text"
+        f"--policy '{spec}:answers=prose': answers: expected one of number, latex, choice, "
+        "code, date, text, got 'prose'"
     )

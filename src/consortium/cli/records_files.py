@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, cast, get_args
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -175,7 +175,7 @@ def _merged(given: _ImportOptions, config: _ImportOptions) -> _ImportOptions:
 
 def _required(settings: _ImportOptions) -> tuple[str, str, AnswerKind, Path]:
     from consortium.records.errors import RecordsError
-    from consortium.records.schema import AnswerKind
+    from consortium.records.schema import answer_kind_named
 
     missing = [
         f"--{name}"
@@ -191,11 +191,9 @@ def _required(settings: _ImportOptions) -> tuple[str, str, AnswerKind, Path]:
             "records import-file: no source files (give PATH arguments, --file PATH=MODEL or "
             "[[files]] in --config)"
         )
-    kinds = get_args(AnswerKind)
-    if settings.kind not in kinds:
-        raise RecordsError(f"--kind: expected one of {', '.join(kinds)}, got {settings.kind!r}")
-    assert settings.layout and settings.dataset and settings.out
-    return settings.layout, settings.dataset, cast(AnswerKind, settings.kind), settings.out
+    assert settings.layout and settings.dataset and settings.kind and settings.out
+    kind = answer_kind_named(settings.kind, "--kind")
+    return settings.layout, settings.dataset, kind, settings.out
 
 
 def _file_options(items: list[str]) -> list[tuple[Path, str | None]]:

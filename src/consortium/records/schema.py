@@ -6,10 +6,12 @@ per (question, model, sample). See docs/records.md for what each field means.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+
+from consortium.core.errors import ConfigError
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
@@ -26,6 +28,16 @@ DATASET_KINDS: dict[str, AnswerKind] = {
     "date": "date",
 }
 """The answer kind of the built-in task sets (`tasks.registry`), by their dataset name."""
+
+
+def answer_kind_named(name: str, where: str) -> AnswerKind:
+    """The answer kind called `name`; one line naming `where` (an option) when none is."""
+    kinds: tuple[AnswerKind, ...] = get_args(AnswerKind)
+    for kind in kinds:
+        if kind == name:
+            return kind
+    raise ConfigError(f"{where}: expected one of {', '.join(kinds)}, got {name!r}")
+
 
 COLUMNS = pa.schema(
     [

@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import get_args
 
 from consortium.coord.conductor.executor import WorkflowExecutor
 from consortium.coord.conductor.policy import ConductorCoordinator
@@ -23,7 +22,7 @@ from consortium.coord.conductor.templates import TEMPLATES, WorkflowCoordinator,
 from consortium.coord.conductor.tools import AnswerTools, Scorer
 from consortium.core.errors import ConfigError, UnknownModelError
 from consortium.pool.config import PoolConfig
-from consortium.records.schema import AnswerKind
+from consortium.records.schema import AnswerKind, answer_kind_named
 
 CONDUCTOR_KEYS = {
     "workers",
@@ -70,13 +69,7 @@ def _models(config: PoolConfig, value: str | None, default: list[str]) -> list[s
 def answer_kind(given: str | None, where: str) -> AnswerKind | None:
     """The answer kind `given` names (None: the task's own); one line naming `where` when it is
     not one."""
-    if given is None:
-        return None
-    kinds: tuple[AnswerKind, ...] = get_args(AnswerKind)
-    for kind in kinds:
-        if kind == given:
-            return kind
-    raise ConfigError(f"{where} must be one of {', '.join(kinds)}")
+    return None if given is None else answer_kind_named(given, where)
 
 
 def answer_tools(text: str, options: dict[str, str], config: PoolConfig) -> AnswerTools:
