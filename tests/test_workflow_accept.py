@@ -6,6 +6,7 @@ replay of recorded HumanEval programs), its trace row and the GRPO reward's cost
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -151,7 +152,15 @@ async def test_agreeing_cheap_answers_end_the_workflow_before_the_costly_call(
         assert tool["verdict"] == "went on"
         (traced,) = traced_workflows(store.task_calls(caller.run_id, "differ"))
         assert [step.call["model"] for step in traced.steps][-2:] == ["accept", "costly"]
-        assert "accept → went on" in dag_svg(traced, Palette(list(replies)))
+        drawn = dag_svg(traced, Palette(list(replies)))
+        assert "accept → went on" in drawn
+        # the costly step sees nothing but waited for the accept: drawn right of it, a dotted
+        # arrow between, and no access arrow into it
+        assert (traced.steps[3].visible, traced.steps[3].waits) == ((), (2,))
+        assert "class='wait' data-from='2' data-to='3'" in drawn
+        assert "data-to='3'" not in drawn.replace("class='wait' data-from='2' data-to='3'", "")
+        boxes = dict(re.findall(r"data-step='(\d)'.*?<rect x='([\d.]+)'", drawn))
+        assert float(boxes["3"]) > float(boxes["2"]) > float(boxes["0"])
         assert not any("ended the workflow" in n for n in run.notes)
     finally:
         await pool.aclose()

@@ -3,7 +3,8 @@
 The store keeps calls, not workflows; a workflow's steps are its worker calls without a system
 prompt (role `worker`, or `worker@d` inside a recursive call at depth d; turn = step index + 1)
 and its tool steps' rows (role `tool`: no model call, the tool's name as the model, the step it
-passed on as the verdict), drawn dashed.
+passed on as the verdict), drawn dashed. A step after a tool that can end the workflow
+(`accept`) waits for it whether or not it sees it: it is drawn to its right, a dotted arrow between.
 A step's access list is read from its prompt: the executor gives each step the earlier steps it
 may see as (subtask, output) chat turns, so each assistant turn of the prompt is matched to the
 earlier step whose answer it is.
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
+from consortium.coord.conductor.tools import STOPS
 from consortium.viewer.html import Palette
 
 
@@ -27,11 +29,13 @@ class DagStep:
     call: dict[str, Any]
     visible: tuple[int, ...]
     """Indices of the earlier steps this step saw."""
+    waits: tuple[int, ...] = ()
+    """Earlier steps that could have ended the workflow (`accept`) and that it did not see."""
 
     @property
     def tool(self) -> bool:
         """A tool step: it called no model and passed on an earlier step's answer."""
-        return str(self.call["role"] or "").startswith("tool")
+        return _is_tool(self.call)
 
     @property
     def access(self) -> str:
@@ -47,6 +51,10 @@ class DagStep:
 class TracedWorkflow:
     depth: int
     steps: tuple[DagStep, ...]
+
+
+def _is_tool(call: dict[str, Any]) -> bool:
+    return str(call["role"] or "").startswith("tool")
 
 
 def _depth(role: str) -> int:
@@ -110,10 +118,13 @@ def traced_workflows(calls: Sequence[dict[str, Any]]) -> list[TracedWorkflow]:
     for depth in sorted(by_depth):
         for run in by_depth[depth]:
             ordered = sorted(run, key=lambda c: c["turn"])
-            steps = tuple(
-                DagStep(i, call, _visible(call, ordered[:i])) for i, call in enumerate(ordered)
-            )
-            found.append(TracedWorkflow(depth, steps))
+            stops = [i for i, c in enumerate(ordered) if _is_tool(c) and c["model"] in STOPS]
+            steps = []
+            for i, call in enumerate(ordered):
+                visible = _visible(call, ordered[:i])
+                waits = tuple(j for j in stops if j < i and j not in visible)
+                steps.append(DagStep(i, call, visible, waits))
+            found.append(TracedWorkflow(depth, tuple(steps)))
     return found
 
 
@@ -121,10 +132,11 @@ BOX_W, BOX_H, GAP_X, GAP_Y, ARC = 170, 54, 60, 22, 26
 
 
 def dag_svg(workflow: TracedWorkflow, palette: Palette) -> str:
-    """Steps in layers (a step one layer right of the latest step it sees), arrows for access."""
+    """Steps in layers (a step one layer right of the latest step it sees or waits for), arrows
+    for access, dotted ones for waiting."""
     layer: list[int] = []
     for step in workflow.steps:
-        layer.append(1 + max((layer[j] for j in step.visible), default=-1))
+        layer.append(1 + max((layer[j] for j in step.visible + step.waits), default=-1))
     rows: dict[int, int] = defaultdict(int)
     where: list[tuple[float, float]] = []
     top = 10 + ARC  # room for the arcs of edges that skip a layer
@@ -141,7 +153,7 @@ def dag_svg(workflow: TracedWorkflow, palette: Palette) -> str:
     ]
     for step in workflow.steps:
         x, y = where[step.index]
-        for j in step.visible:
+        for j in step.visible + step.waits:
             sx, sy = where[j]
             if layer[step.index] - layer[j] > 1:
                 # Over the boxes between: leave the top edge, arc above, enter the top edge.
@@ -151,9 +163,11 @@ def dag_svg(workflow: TracedWorkflow, palette: Palette) -> str:
             else:
                 start, end = (sx + BOX_W, sy + BOX_H / 2), (x, y + BOX_H / 2)
                 shape = f"L{end[0]},{end[1]}"
+            seen = j in step.visible
+            kind, dash = ("edge", "") if seen else ("wait", " stroke-dasharray='2,3'")
             parts.append(
-                f"<path class='edge' data-from='{j}' data-to='{step.index}' "
-                f"d='M{start[0]},{start[1]} {shape}' fill='none' stroke='#555' "
+                f"<path class='{kind}' data-from='{j}' data-to='{step.index}' "
+                f"d='M{start[0]},{start[1]} {shape}' fill='none' stroke='#555'{dash} "
                 "marker-end='url(#arrow)'/>"
             )
     for step in workflow.steps:
