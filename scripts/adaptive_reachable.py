@@ -7,6 +7,7 @@ pick. Used by `conductor_adaptive.py` (a row of its report) and `conductor_reach
 from __future__ import annotations
 
 import json
+import random
 from collections import defaultdict
 from collections.abc import Sequence
 from itertools import combinations, permutations, product
@@ -100,11 +101,40 @@ def reachable_texts(
     test_rows: list[dict[str, Any]],
     kept: Path,
 ) -> tuple[list[str], dict[str, str]]:
-    """The test rows' workflows and the picks at `cost_weight`, kept in `kept` (JSON) once
-    made."""
-    if kept.exists():
-        picks = json.loads(kept.read_text())
-    else:
-        picks = pick(family_scores(reward, train), cost_weight)
-        kept.write_text(json.dumps(picks, indent=1))
+    """The test rows' workflows and the picks at `cost_weight` (`picks_on_train`)."""
+    picks = picks_on_train(reward, train, cost_weight, kept)
     return picked_texts(picks, test, test_rows), picks
+
+
+def picks_on_train(
+    reward: WorkflowReward, train: MixedTasks, cost_weight: float, kept: Path
+) -> dict[str, str]:
+    """Per data set, the family member picked on the training questions at `cost_weight`; kept
+    in `kept` (JSON) once made."""
+    if not kept.exists():
+        kept.write_text(json.dumps(pick(family_scores(reward, train), cost_weight), indent=1))
+    picks: dict[str, str] = json.loads(kept.read_text())
+    return picks
+
+
+def distil_examples(
+    rows: list[dict[str, Any]], tasks: MixedTasks, picks: dict[str, str], n: int, seed: int
+) -> list[dict[str, Any]]:
+    """SFT pairs that teach a conductor the picks (`conductor_adaptive.py --methods distil`):
+    `n` prompt/completion pairs cycling over `rows` in a seeded order, each row's completion its
+    set's pick in the row's numbering of its workers after a `<think>` line that names the pick's
+    steps, models before numbers (writing a number is then copying the one beside a name)."""
+    texts = picked_texts(picks, tasks, rows)
+    steps = {
+        name: len(workflow_family(tasks.sets[name].roster)[m].steps) for name, m in picks.items()
+    }
+    order = list(range(len(rows)))
+    random.Random(seed).shuffle(order)
+    examples = []
+    for index in range(n):
+        row, text = rows[order[index % len(rows)]], texts[order[index % len(rows)]]
+        dataset = row["task_id"].split("/")[0]
+        count = steps[dataset]
+        think = f"<think>{count} step{'s' if count > 1 else ''}: {picks[dataset]}.</think>\n"
+        examples.append({"prompt": row["prompt"], "completion": " " + think + text})
+    return examples

@@ -10,7 +10,8 @@ each kept in WORK and skipped when already there (the command resumes):
 1. warm start: SFT on example workflows of 1 to 5 steps, with and without tool steps;
 2. shapes: workflows sampled at temperature 1 after the warm start (steps, workers, tool steps);
 3. GRPO and rejection-sampling fine-tuning (RFT) from the warm start, the same rollout budget,
-   at λ = 0 and λ > 0 (reward = gate x (right - λ x cost / best single model's mean $));
+   at λ = 0 and λ > 0 (reward = gate x (right - λ x cost / best single model's mean $)); or
+   `distil`: SFT of the warm start on the workflow picked on train for each set (`adaptive_distil`);
 4. evaluation on each data set's test subset (greedy; `adaptive_eval.py`): accuracy, $ and calls
    per question of the base, warm-started and trained conductors beside the best single model,
    the vote over all of the set's models, the fixed workflows, one fixed workflow per set picked
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from adaptive_eval import exit_on_error, lambda_values, lambdas, reward_of, say, stage_eval
+from adaptive_reachable import distil_examples, picks_on_train
 from adaptive_report import markdown, summary_of
 from consortium.pool.config import PoolConfig
 from consortium.replay.launch import ReplayServerProcess
@@ -48,10 +50,11 @@ from consortium.train.grpo import (
 from consortium.train.mixed_pool import MixedTasks, mixed_tasks
 from consortium.train.rejection_sft import RejectionSettings, rejection_sft
 from consortium.train.workflow_sampling import Sampler
-from consortium.train.workflow_sft import WarmStartSettings, warm_start
+from consortium.train.workflow_sft import WarmStartSettings, fine_tune, warm_start
 from made_by import made_by
 
 FOLDERS = ("records/gsm8k", "records/math", "records/humaneval", "records/date")
+METHODS = ("grpo", "rft", "distil")
 KEPT = "RFT keeps a prompt's best right workflow; contrastive: only if another sample was wrong"
 
 
@@ -171,7 +174,12 @@ def stage_train(work: Work, pool: PoolConfig) -> None:
             out = work.root / f"{method}-l{cost_weight:g}"
             if (out / "model" / "config.json").is_file():
                 continue
-            say(f"{method} at λ={cost_weight:g}: {args.rollouts} rollouts")
+            spent = (
+                f"{args.distil_steps} SFT steps"
+                if method == "distil"
+                else f"{args.rollouts} rollouts"
+            )
+            say(f"{method} at λ={cost_weight:g}: {spent}")
             started = time.perf_counter()
             common = {
                 "max_completion_length": args.max_completion,
@@ -179,7 +187,9 @@ def stage_train(work: Work, pool: PoolConfig) -> None:
                 "temperature": args.temperature,
                 "min_p": args.min_p,
             }
-            if method == "grpo":
+            if method == "distil":
+                distil(work, pool, cost_weight, out)
+            elif method == "grpo":
                 train_conductor(
                     str(work.warm_dir),
                     pool,
@@ -225,6 +235,39 @@ def stage_train(work: Work, pool: PoolConfig) -> None:
             )
 
 
+def distil(work: Work, pool: PoolConfig, cost_weight: float, out: Path) -> None:
+    """SFT of the warm start into OUT/model on the workflow picked on train for each prompt's
+    set at `cost_weight` (`adaptive_reachable.picks_on_train`), every worker of the set shown as
+    in the test prompts. It learns from a search over fixed workflows, not from its own samples:
+    which set a question comes from and where the pick's models stand in a shuffled roster."""
+    args = work.args
+    kept = work.root / "eval" / f"picked-on-train-l{cost_weight:g}.json"  # the eval's row too
+    kept.parent.mkdir(exist_ok=True)
+    picking = reward_of(pool, work.train, 0.0, max_steps=10)
+    try:
+        picks = picks_on_train(picking, work.train, cost_weight, kept)
+    finally:
+        picking.close()
+    say(f"distil at λ={cost_weight:g}: the picks {json.dumps(picks)}")
+    rows = work.rows(work.train, pool, args.seed, every_worker=True)
+    settings = WarmStartSettings(
+        steps=args.distil_steps,
+        batch_size=args.sft_batch,
+        learning_rate=args.sft_lr,
+        seed=args.seed,
+    )
+    examples = distil_examples(
+        rows, work.train, picks, settings.steps * settings.batch_size, args.seed
+    )
+    fine_tune(
+        str(work.warm_dir),
+        examples,
+        out / "model",
+        settings,
+        on_log=lambda row: say(f"distil SFT step {int(row['step'])}: loss {row['loss']:.3f}"),
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
@@ -243,7 +286,12 @@ def main() -> None:
     parser.add_argument("--sft-lr", type=float, default=1e-4)
     parser.add_argument("--shape-questions", type=int, default=2, help="per data set")
     parser.add_argument("--shape-samples", type=int, default=4)
-    parser.add_argument("--methods", default="grpo,rft")
+    parser.add_argument(
+        "--methods",
+        default="grpo,rft",
+        help="grpo, rft and distil (SFT of the warm start on the workflow picked on train per set)",
+    )
+    parser.add_argument("--distil-steps", type=int, default=40, help="SFT steps of distil")
     parser.add_argument("--lambdas", default="0.2", help="λ values of the trained conductors")
     parser.add_argument("--rollouts", type=int, default=24, help="per training run")
     parser.add_argument("--questions-per-step", type=int, default=2)
@@ -282,6 +330,11 @@ def main() -> None:
         lambda_values(args.lambdas)
     except argparse.ArgumentTypeError as error:
         parser.error(f"--lambdas: {error}")
+    unknown = set(args.methods.split(",")) - set(METHODS)
+    if unknown:
+        parser.error(
+            f"--methods: unknown {', '.join(sorted(unknown))}; known: {', '.join(METHODS)}"
+        )
     if not 0 <= args.min_p < 1:
         parser.error(f"--min-p: expected a share in [0, 1), got {args.min_p:g}")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

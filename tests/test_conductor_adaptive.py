@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scripts.adaptive_reachable import pick, workflow_family
+from scripts.adaptive_reachable import distil_examples, pick, workflow_family
 
 from consortium.coord.conductor.prompt import conductor_messages
 from consortium.coord.conductor.tools import WITHOUT_SCORER
@@ -313,3 +313,32 @@ def test_the_fixed_workflow_picked_on_train_follows_the_cost_weight() -> None:
     assert pick(scores, 0.2) == {"set": "tiny"}  # 0.5 x 0.1 more right < 0.2 x 0.95 saved
     # equal reward at λ = 0: the cheaper
     assert pick({"set": {"small": runs(8, 0.1), "tiny": runs(8, 0.05)}}, 0.0) == {"set": "tiny"}
+
+
+def test_distil_examples_write_each_sets_pick_in_the_prompts_own_numbering(
+    mixed: MixedTasks, replay_workers: PoolConfig
+) -> None:
+    rows = training_rows(
+        mixed.tasks, replay_workers, min_workers=99, max_steps=5, seed=3, chat=False,
+        examples=False,
+    )  # fmt: skip
+    picks = {
+        name: f"{info.roster[-1]}, accept, {info.roster[0]}" for name, info in mixed.sets.items()
+    }
+    examples = distil_examples(rows, mixed, picks, len(rows), seed=1)
+    assert sorted(e["prompt"] for e in examples) == sorted(r["prompt"] for r in rows)
+    of_prompt = {r["prompt"]: r for r in rows}
+    orders = set()
+    for example in examples:
+        row = of_prompt[example["prompt"]]
+        workers = json.loads(row["workers"])
+        roster = mixed.sets[row["task_id"].split("/")[0]].roster
+        assert sorted(workers) == sorted(roster)  # every worker of the set is shown
+        orders.add(tuple(workers))
+        think, _, lists = example["completion"].partition("</think>\n")
+        first, last = roster[-1], roster[0]
+        assert think == f" <think>3 steps: {first}, accept, {last}."
+        steps = parse_workflow(lists, workers, max_steps=5, tools=WITHOUT_SCORER).steps
+        assert [s.model for s in steps] == [first, "accept", last]
+        assert lists.startswith(f"model_id = [{workers.index(first)}, 'accept', ")
+    assert len(orders) > 1  # rosters are shuffled, so the numbers differ between prompts
