@@ -6,6 +6,7 @@ pick. Used by `conductor_adaptive.py` (a row of its report) and `conductor_reach
 
 from __future__ import annotations
 
+import ast
 import json
 import random
 from collections import defaultdict
@@ -138,3 +139,34 @@ def distil_examples(
         think = f"<think>{count} step{'s' if count > 1 else ''}: {picks[dataset]}.</think>\n"
         examples.append({"prompt": row["prompt"], "completion": " " + think + text})
     return examples
+
+
+def workflow_lists(text: str) -> tuple[Any, Any] | None:
+    """A workflow text's `model_id` and `access_list` as Python values; None when either is
+    missing or not a literal."""
+    found = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() in ("model_id", "access_list"):
+            try:
+                found[key.strip()] = ast.literal_eval(value.strip())
+            except (ValueError, SyntaxError):
+                return None
+    return (found["model_id"], found["access_list"]) if len(found) == 2 else None
+
+
+def agreement_with_pick(
+    texts: dict[str, list[str]], datasets: list[str], labels: list[str]
+) -> dict[str, dict[str, list[int]]]:
+    """Per conductor and set: how many of its test workflows have the same models, tools and
+    access lists as the workflow picked on train (both in the test prompt's numbering), of how
+    many."""
+    found: dict[str, dict[str, list[int]]] = {}
+    for label in labels:
+        found[label] = {}
+        for text, picked, name in zip(texts[label], texts[LABEL], datasets, strict=True):
+            counts = found[label].setdefault(name, [0, 0])
+            ours = workflow_lists(text)
+            counts[0] += ours is not None and ours == workflow_lists(picked)
+            counts[1] += 1
+    return found

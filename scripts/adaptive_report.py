@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Any
 
 from adaptive_reachable import LABEL as REACHABLE
+from adaptive_reachable import agreement_with_pick
 from adaptive_team import LABEL as TEAM
 from consortium.train.conductor_eval import (
     FIXED,
@@ -98,6 +99,29 @@ def target_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+def training_budget(settings: dict[str, Any]) -> str:
+    """What each training method of the run was given."""
+    methods = settings["methods"].split(",")
+    parts = []
+    if {"grpo", "rft"} & set(methods):
+        min_p = settings.get("min_p") or 0
+        parts.append(
+            f"each GRPO or RFT conductor up to {settings['rollouts']} rollouts "
+            f"({settings['questions_per_step']} questions x {settings['group_size']} workflows "
+            f"per step or round, sampled at temperature {settings.get('temperature', 1.0):g}"
+            + (f", min_p {min_p:g}" if min_p else "")
+            + "; what each run spent is in the reward table below)"
+        )
+    if "distil" in methods:
+        parts.append(
+            f"the distilled conductor (DISTIL) {settings['distil_steps']} SFT steps x "
+            f"{settings['sft_batch']} examples from the warm start on the workflow picked on "
+            "train for each prompt's set (the `fixed, picked on train` row below), every worker "
+            "shown: it learns from a search over fixed workflows, not from its own samples"
+        )
+    return "; ".join(parts)
+
+
 def markdown(summary: dict[str, Any], command: str) -> str:
     settings = summary["settings"]
     sets = summary["sets"]
@@ -135,11 +159,8 @@ def markdown(summary: dict[str, Any], command: str) -> str:
     lines += [
         "",
         f"Budget: warm start {settings['sft_steps']} SFT steps x {settings['sft_batch']} "
-        f"examples (lr {settings['sft_lr']}); each trained conductor up to "
-        f"{settings['rollouts']} rollouts ({settings['questions_per_step']} questions x "
-        f"{settings['group_size']} workflows per step or round, sampled at temperature "
-        f"{settings.get('temperature', 1.0):g}; what each run spent is in the reward table "
-        f"below), at λ = {settings['lambdas']}. Test subset: "
+        f"examples (lr {settings['sft_lr']}); {training_budget(settings)}, at λ = "
+        f"{settings['lambdas']}. Test subset: "
         f"{settings['test_per_set']} questions per data set (greedy). The stages may run as "
         "separate invocations over one work folder (it resumes); seconds of each stage's last "
         f"invocation: {', '.join(f'{k} {v:.0f}' for k, v in summary['seconds'].items())}.",
@@ -177,7 +198,9 @@ def markdown(summary: dict[str, Any], command: str) -> str:
         + ") run over the HTTP replay of its records on its whole test split, the subset's "
         "questions picked from it. `fixed, picked on train`: per set, of a family of fixed "
         "workflows (each model alone; each ordered pair of models, then `check`; each model "
-        "three times, then `vote` or `check`; every model, then `vote`), the one with the best "
+        "three times, then `vote` or `check`; every model, then `vote`; the cascades: each "
+        "ordered pair around an `accept`, and two answers (two models or one model twice), "
+        "`accept`, a third model), the one with the best "
         "mean reward at the largest λ on the training questions, written by no conductor: "
         "what this pool and reward let one workflow per set reach ("
         + "; ".join(f"{name}: {pick}" for name, pick in sorted(summary["picked"].items()))
@@ -211,12 +234,29 @@ def markdown(summary: dict[str, Any], command: str) -> str:
             "sets whose records hold one sample of it per question (the second step has no "
             "recorded answer and stops the run): " + ", ".join(stopped) + ".",
         ]
+    agrees = summary.get("agrees_with_pick", {})
+    if agrees:
+        lines += [
+            "",
+            "Test workflows equal to the one picked on train (the same models, tools and access "
+            "lists): "
+            + "; ".join(
+                f"{label}: "
+                + ", ".join(f"{name} {n}/{of}" for name, (n, of) in sorted(by_set.items()))
+                for label, by_set in agrees.items()
+                if label != "base"
+            )
+            + ".",
+        ]
     lines += ["", "## Targets", "", *target_lines(summary)]
     lines += ["", "## Workflow shapes per data set on the test subset (greedy)", ""]
     for label, test in summary["shapes"].items():
         lines += [f"### {label}", "", *shape_rows(test), ""]
-    lines += ["## Reward per rollout spent (GRPO and rejection-sampling fine-tuning)", ""]
-    lines += reward_table(summary["logs"], settings["group_size"], settings["questions_per_step"])
+    if summary["logs"]:
+        lines += ["## Reward per rollout spent (GRPO and rejection-sampling fine-tuning)", ""]
+        lines += reward_table(
+            summary["logs"], settings["group_size"], settings["questions_per_step"]
+        )
     timed = [row for rows in summary["logs"].values() for row in rows if "seconds" in row]
     if timed:
         per_rollout = sum(r["seconds"] for r in timed) / sum(
@@ -319,4 +359,7 @@ def summary_of(work: Any) -> dict[str, Any]:
         "provenance": provenance.read_text().strip() if provenance.is_file() else None,
         "team_kinds": evaluated.get("team_kinds", {}),
         "picked": evaluated.get("picked_on_train", {}),
+        "agrees_with_pick": agreement_with_pick(
+            evaluated["texts"], test_sets, [k for k in evaluated["texts"] if k not in BASELINES]
+        ),
     }

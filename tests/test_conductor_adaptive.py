@@ -10,7 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scripts.adaptive_reachable import distil_examples, pick, workflow_family
+from scripts.adaptive_reachable import (
+    LABEL,
+    agreement_with_pick,
+    distil_examples,
+    pick,
+    workflow_family,
+)
 
 from consortium.coord.conductor.prompt import conductor_messages
 from consortium.coord.conductor.tools import WITHOUT_SCORER
@@ -342,3 +348,17 @@ def test_distil_examples_write_each_sets_pick_in_the_prompts_own_numbering(
         assert [s.model for s in steps] == [first, "accept", last]
         assert lists.startswith(f"model_id = [{workers.index(first)}, 'accept', ")
     assert len(orders) > 1  # rosters are shuffled, so the numbers differ between prompts
+
+
+def test_agreement_with_the_pick_compares_models_tools_and_access_not_wording() -> None:
+    picked = workflow_family(["a", "b", "c"])["b, accept, a"].to_text(["a", "b", "c"])
+    same = '<think>3 steps: b, accept, a.</think>\nmodel_id = [1, "accept", 0]\nsubtasks = ["Go.", "", "Go."]\naccess_list = [[], [0], []]'  # noqa: E501
+    other_access = same.replace("[[], [0], []]", "[[], [0], [0]]")
+    other_model = same.replace('[1, "accept", 0]', '[1, "accept", 2]')
+    broken = same.replace("access_list = [[], [0], []]", "access_list = [[], [0],")
+    texts = {
+        "DISTIL": [same, other_access, other_model, broken, same],
+        LABEL: [picked] * 5,
+    }
+    found = agreement_with_pick(texts, ["x", "x", "x", "x", "y"], ["DISTIL"])
+    assert found == {"DISTIL": {"x": [1, 4], "y": [1, 1]}}
