@@ -11,7 +11,7 @@ each kept in WORK and skipped when already there (the command resumes):
 2. shapes: workflows sampled at temperature 1 after the warm start (steps, workers, tool steps);
 3. GRPO and rejection-sampling fine-tuning (RFT) from the warm start, the same rollout budget,
    at λ = 0 and λ > 0 (reward = gate x (right - λ x cost / best single model's mean $)); or
-   `distil`: SFT of the warm start on the workflow picked on train for each set (`adaptive_distil`);
+   `distil`: SFT of the warm start on the workflow picked on train for each set (`distil`);
 4. evaluation on each data set's test subset (greedy; `adaptive_eval.py`): accuracy, $ and calls
    per question of the base, warm-started and trained conductors beside the best single model,
    the vote over all of the set's models, the fixed workflows, one fixed workflow per set picked
