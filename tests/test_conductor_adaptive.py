@@ -352,7 +352,10 @@ def test_distil_examples_write_each_sets_pick_in_the_prompts_own_numbering(
 
 def test_agreement_with_the_pick_compares_models_tools_and_access_not_wording() -> None:
     picked = workflow_family(["a", "b", "c"])["b, accept, a"].to_text(["a", "b", "c"])
-    same = '<think>3 steps: b, accept, a.</think>\nmodel_id = [1, "accept", 0]\nsubtasks = ["Go.", "", "Go."]\naccess_list = [[], [0], []]'  # noqa: E501
+    same = (
+        '<think>3 steps: b, accept, a.</think>\nmodel_id = [1, "accept", 0]\n'
+        'subtasks = ["Go.", "", "Go."]\naccess_list = [[], [0], []]'
+    )
     other_access = same.replace("[[], [0], []]", "[[], [0], [0]]")
     other_model = same.replace('[1, "accept", 0]', '[1, "accept", 2]')
     broken = same.replace("access_list = [[], [0], []]", "access_list = [[], [0],")
