@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from adaptive_reachable import LABEL as REACHABLE
-from adaptive_reachable import reachable_texts
+from adaptive_reachable import family_scores, pick, picked_texts
 from adaptive_report import scored_json
 from adaptive_team import LABEL as TEAM
 from adaptive_team import cached_team_scores
@@ -104,6 +104,23 @@ def conductors(work: Work) -> dict[str, str]:
     return {label: model for label, model in found.items() if label in names}
 
 
+def train_picks(work: Work, pool: PoolConfig, cost_weight: float) -> dict[str, str]:
+    """Per data set, the fixed workflow picked on the training questions at `cost_weight`
+    (`adaptive_reachable.pick`): the report's `fixed, picked on train` row and what `distil`
+    teaches. Kept in WORK/eval/picked-on-train-lλ.json once made."""
+    kept = work.root / "eval" / f"picked-on-train-l{cost_weight:g}.json"
+    if not kept.exists():
+        kept.parent.mkdir(exist_ok=True)
+        picking = reward_of(pool, work.train, 0.0, max_steps=10)
+        try:
+            picks = pick(family_scores(picking, work.train), cost_weight)
+        finally:
+            picking.close()
+        kept.write_text(json.dumps(picks, indent=1))
+    found: dict[str, str] = json.loads(kept.read_text())
+    return found
+
+
 def stage_eval(work: Work, pool: PoolConfig) -> None:
     """Greedy workflows of every conductor and the baselines on the test subset, scored."""
     folder = work.root / "eval"
@@ -124,18 +141,8 @@ def stage_eval(work: Work, pool: PoolConfig) -> None:
         for row in rows
     ]
     texts |= {name: [found[name] for found in baselines] for name in baselines[0]}
-    picking = reward_of(pool, work.train, 0.0, max_steps=10)
-    try:
-        texts[REACHABLE], picks = reachable_texts(
-            picking,
-            work.train,
-            max(lambdas(args)),
-            work.test,
-            rows,
-            folder / f"picked-on-train-l{max(lambdas(args)):g}.json",
-        )
-    finally:
-        picking.close()
+    picks = train_picks(work, pool, max(lambdas(args)))
+    texts[REACHABLE] = picked_texts(picks, work.test, rows)
     reward = reward_of(pool, work.test, max(lambdas(args)), max_steps=10)
     try:
         scores = {

@@ -12,7 +12,6 @@ import random
 from collections import defaultdict
 from collections.abc import Sequence
 from itertools import combinations, permutations, product
-from pathlib import Path
 from typing import Any
 
 from consortium.coord.conductor.workflow import Workflow, build
@@ -92,30 +91,6 @@ def picked_texts(picks: dict[str, str], test: MixedTasks, rows: list[dict[str, A
     return [
         picked[row["task_id"].split("/")[0]].to_text(json.loads(row["workers"])) for row in rows
     ]
-
-
-def reachable_texts(
-    reward: WorkflowReward,
-    train: MixedTasks,
-    cost_weight: float,
-    test: MixedTasks,
-    test_rows: list[dict[str, Any]],
-    kept: Path,
-) -> tuple[list[str], dict[str, str]]:
-    """The test rows' workflows and the picks at `cost_weight` (`picks_on_train`)."""
-    picks = picks_on_train(reward, train, cost_weight, kept)
-    return picked_texts(picks, test, test_rows), picks
-
-
-def picks_on_train(
-    reward: WorkflowReward, train: MixedTasks, cost_weight: float, kept: Path
-) -> dict[str, str]:
-    """Per data set, the family member picked on the training questions at `cost_weight`; kept
-    in `kept` (JSON) once made."""
-    if not kept.exists():
-        kept.write_text(json.dumps(pick(family_scores(reward, train), cost_weight), indent=1))
-    picks: dict[str, str] = json.loads(kept.read_text())
-    return picks
 
 
 def distil_examples(

@@ -32,8 +32,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from adaptive_eval import exit_on_error, lambda_values, lambdas, reward_of, say, stage_eval
-from adaptive_reachable import distil_examples, picks_on_train
+from adaptive_eval import (
+    exit_on_error,
+    lambda_values,
+    lambdas,
+    reward_of,
+    say,
+    stage_eval,
+    train_picks,
+)
+from adaptive_reachable import distil_examples
 from adaptive_report import markdown, summary_of
 from consortium.pool.config import PoolConfig
 from consortium.replay.launch import ReplayServerProcess
@@ -237,17 +245,11 @@ def stage_train(work: Work, pool: PoolConfig) -> None:
 
 def distil(work: Work, pool: PoolConfig, cost_weight: float, out: Path) -> None:
     """SFT of the warm start into OUT/model on the workflow picked on train for each prompt's
-    set at `cost_weight` (`adaptive_reachable.picks_on_train`), every worker of the set shown as
-    in the test prompts. It learns from a search over fixed workflows, not from its own samples:
-    which set a question comes from and where the pick's models stand in a shuffled roster."""
+    set at `cost_weight` (`adaptive_eval.train_picks`), every worker of the set shown as in the
+    test prompts. It learns from a search over fixed workflows, not from its own samples: which
+    set a question comes from and where the pick's models stand in a shuffled roster."""
     args = work.args
-    kept = work.root / "eval" / f"picked-on-train-l{cost_weight:g}.json"  # the eval's row too
-    kept.parent.mkdir(exist_ok=True)
-    picking = reward_of(pool, work.train, 0.0, max_steps=10)
-    try:
-        picks = picks_on_train(picking, work.train, cost_weight, kept)
-    finally:
-        picking.close()
+    picks = train_picks(work, pool, cost_weight)
     say(f"distil at λ={cost_weight:g}: the picks {json.dumps(picks)}")
     rows = work.rows(work.train, pool, args.seed, every_worker=True)
     settings = WarmStartSettings(
