@@ -6,7 +6,6 @@ pick. Used by `conductor_adaptive.py` (a row of its report) and `conductor_reach
 
 from __future__ import annotations
 
-import ast
 import json
 import random
 from collections import defaultdict
@@ -14,7 +13,7 @@ from collections.abc import Sequence
 from itertools import combinations, permutations, product
 from typing import Any
 
-from consortium.coord.conductor.workflow import Workflow, build
+from consortium.coord.conductor.workflow import Workflow, WorkflowError, build, written_lists
 from consortium.tasks.base import Task
 from consortium.train.mixed_pool import MixedTasks
 from consortium.train.workflow_reward import RIGHT, WRONG, Scored, WorkflowReward, cost_penalty
@@ -116,18 +115,14 @@ def distil_examples(
     return examples
 
 
-def workflow_lists(text: str) -> tuple[Any, Any] | None:
-    """A workflow text's `model_id` and `access_list` as Python values; None when either is
-    missing or not a literal."""
-    found = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep and key.strip() in ("model_id", "access_list"):
-            try:
-                found[key.strip()] = ast.literal_eval(value.strip())
-            except (ValueError, SyntaxError):
-                return None
-    return (found["model_id"], found["access_list"]) if len(found) == 2 else None
+def workflow_lists(text: str) -> tuple[list[object], list[object]] | None:
+    """A workflow text's `model_id` and `access_list` as written (the parser's reading); None
+    when its lists cannot be read."""
+    try:
+        lists = written_lists(text)
+    except WorkflowError:
+        return None
+    return lists["model_id"], lists["access_list"]
 
 
 def agreement_with_pick(

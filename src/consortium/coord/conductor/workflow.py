@@ -319,6 +319,13 @@ def _access(value: object, index: int) -> Access:
     )
 
 
+def written_lists(text: str) -> dict[str, list[object]]:
+    """The three lists of a conductor's `text` as written (after its last `</think>`), not yet
+    checked against a roster; `WorkflowSyntaxError` when one is missing or not a literal list."""
+    body = _body(text)
+    return {name: _literal(_list_source(body, name), name) for name in FIELDS}
+
+
 def parse_workflow(
     text: str,
     roster: Sequence[str],
@@ -340,8 +347,7 @@ def parse_workflow(
     unknown = [t for t in tools if t not in TOOLS]
     if unknown:
         raise CoordinatorError(f"unknown workflow tool {unknown[0]!r}; known: {', '.join(TOOLS)}")
-    body = _body(text)
-    values = {name: _literal(_list_source(body, name), name) for name in FIELDS}
+    values = written_lists(text)
     lengths = {name: len(value) for name, value in values.items()}
     if len(set(lengths.values())) != 1:
         shown = ", ".join(f"{name} has {n}" for name, n in lengths.items())
