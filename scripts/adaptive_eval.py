@@ -23,6 +23,7 @@ from consortium.core.errors import ConsortiumError
 from consortium.pool.config import PoolConfig
 from consortium.records.errors import RecordsError
 from consortium.runtime.budget import Limits
+from consortium.smallmodels.files import sha256_of
 from consortium.train.conductor_eval import baseline_workflows
 from consortium.train.grpo import last_complete_checkpoint
 from consortium.train.mixed_pool import MixedTasks
@@ -121,6 +122,15 @@ def train_picks(work: Work, pool: PoolConfig, cost_weight: float) -> dict[str, s
     return found
 
 
+def weights_digest(model: str) -> str:
+    """The first 12 hex digits of the sha256 over a model folder's weight files: a folder
+    retrained under the same label gets new greedy texts, not the old ones."""
+    digest = hashlib.sha256()
+    for weights in sorted(Path(model).glob("*.safetensors")):
+        digest.update(sha256_of(weights).encode())
+    return digest.hexdigest()[:12]
+
+
 def stage_eval(work: Work, pool: PoolConfig) -> None:
     """Greedy workflows of every conductor and the baselines on the test subset, scored."""
     folder = work.root / "eval"
@@ -129,8 +139,8 @@ def stage_eval(work: Work, pool: PoolConfig) -> None:
     rows = work.rows(work.test, pool, args.seed + 1, every_worker=True)
     texts: dict[str, list[str]] = {}
     prompts = hashlib.sha256(json.dumps([r["prompt"] for r in rows]).encode()).hexdigest()[:12]
-    for label, model in conductors(work).items():  # kept per conductor and test prompts
-        path = folder / f"{label.replace(' ', '_')}.{prompts}.texts.json"
+    for label, model in conductors(work).items():  # kept per conductor, weights and test prompts
+        path = folder / f"{label.replace(' ', '_')}.{weights_digest(model)}.{prompts}.texts.json"
         if not path.exists():
             say(f"greedy workflows of {label} on {len(rows)} test questions")
             done = Sampler.load(model).complete(rows, max_new_tokens=args.max_completion)
