@@ -103,14 +103,17 @@ async def test_grpo_trains_a_tiny_conductor_that_then_conducts(
 ) -> None:
     tasks = load_replay_tasks(replay_data, datasets=["mmlu"], split="train", limit=4).tasks
     logged: list[dict[str, float]] = []
-    settings = GRPOSettings(steps=2, questions_per_step=1, group_size=2, max_completion_length=16)
+    # min_p goes to TRL's sampler: a generation path that refused it would fail here
+    settings = GRPOSettings(
+        steps=2, questions_per_step=1, group_size=2, max_completion_length=16, min_p=0.05
+    )
     summary = train_conductor(
         "tiny", workers, tasks, ReplayGrader(), tmp_path, settings, on_log=logged.append
     )
     rows = [json.loads(line) for line in (tmp_path / "rewards.jsonl").read_text().splitlines()]
     assert [row["step"] for row in rows] == [1.0, 2.0] and rows == logged
     assert all(0.0 <= row["reward"] <= 1.0 for row in rows)
-    assert summary["steps_logged"] == 2
+    assert summary["steps_logged"] == 2 and summary["settings"]["min_p"] == 0.05
     assert (tmp_path / "model" / "model.safetensors").exists()
 
     # The trained model conducts through the local backend; its random-weight text holds no
