@@ -122,6 +122,15 @@ def training_budget(settings: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def subset_sizes(summary: dict[str, Any]) -> str:
+    """Each set's number of test questions, in brackets, when one set's test split is smaller
+    than the subset asked for (HumanEval has 79)."""
+    counts: dict[str, int] = summary.get("test_counts", {})
+    if all(n == summary["settings"]["test_per_set"] for n in counts.values()):
+        return ""
+    return " (" + ", ".join(f"{name} {n}" for name, n in counts.items()) + ")"
+
+
 def markdown(summary: dict[str, Any], command: str) -> str:
     settings = summary["settings"]
     sets = summary["sets"]
@@ -161,13 +170,14 @@ def markdown(summary: dict[str, Any], command: str) -> str:
         f"Budget: warm start {settings['sft_steps']} SFT steps x {settings['sft_batch']} "
         f"examples (lr {settings['sft_lr']}); {training_budget(settings)}, at λ = "
         f"{settings['lambdas']}. Test subset: "
-        f"{settings['test_per_set']} questions per data set (greedy). The stages may run as "
+        f"{settings['test_per_set']} questions per data set{subset_sizes(summary)} (greedy). "
+        "The stages may run as "
         "separate invocations over one work folder (it resumes); seconds of each stage's last "
         f"invocation: {', '.join(f'{k} {v:.0f}' for k, v in summary['seconds'].items())}.",
         "",
     ]
     if summary.get("provenance"):
-        lines += ["What this work folder reused (WORK/PROVENANCE.md):", ""]
+        lines += ["How this work folder was made (WORK/PROVENANCE.md):", ""]
         lines += [summary["provenance"], ""]
     lines += [
         "## Shapes sampled after the warm start (temperature 1, training questions)",
@@ -357,6 +367,7 @@ def summary_of(work: Any) -> dict[str, Any]:
         "logs": logs,
         "seconds": seconds,
         "provenance": provenance.read_text().strip() if provenance.is_file() else None,
+        "test_counts": dict(sorted(Counter(test_sets).items())),
         "team_kinds": evaluated.get("team_kinds", {}),
         "picked": evaluated.get("picked_on_train", {}),
         "agrees_with_pick": agreement_with_pick(
