@@ -125,7 +125,7 @@ def training_budget(settings: dict[str, Any]) -> str:
 def subset_sizes(summary: dict[str, Any]) -> str:
     """Each set's number of test questions, in brackets, when one set's test split is smaller
     than the subset asked for (HumanEval has 79)."""
-    counts: dict[str, int] = summary.get("test_counts", {})
+    counts = {name: found["n"] for name, found in sorted(summary["figures"]["best single"].items())}
     if all(n == summary["settings"]["test_per_set"] for n in counts.values()):
         return ""
     return " (" + ", ".join(f"{name} {n}" for name, n in counts.items()) + ")"
@@ -367,7 +367,6 @@ def summary_of(work: Any) -> dict[str, Any]:
         "logs": logs,
         "seconds": seconds,
         "provenance": provenance.read_text().strip() if provenance.is_file() else None,
-        "test_counts": dict(sorted(Counter(test_sets).items())),
         "team_kinds": evaluated.get("team_kinds", {}),
         "picked": evaluated.get("picked_on_train", {}),
         "agrees_with_pick": agreement_with_pick(
