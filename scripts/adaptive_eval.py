@@ -143,7 +143,11 @@ def stage_eval(work: Work, pool: PoolConfig) -> None:
         path = folder / f"{label.replace(' ', '_')}.{weights_digest(model)}.{prompts}.texts.json"
         if not path.exists():
             say(f"greedy workflows of {label} on {len(rows)} test questions")
-            done = Sampler.load(model).complete(rows, max_new_tokens=args.max_completion)
+            done = Sampler.load(model).complete(
+                rows,
+                max_new_tokens=args.max_completion,
+                on_row=lambda index: say(f"decoded {index + 1} of {len(rows)}"),
+            )
             path.write_text(json.dumps([found[0] for found in done]))
         texts[label] = json.loads(path.read_text())
     baselines = [
