@@ -84,9 +84,14 @@ def pick(scores: Scores, cost_weight: float) -> dict[str, str]:
     return {name: max(by, key=lambda m: merit(by[m])) for name, by in scores.items()}
 
 
+def picked_workflows(picks: dict[str, str], tasks: MixedTasks) -> dict[str, Workflow]:
+    """Each set's pick, by set name: the family member of that name over the set's roster."""
+    return {name: workflow_family(tasks.sets[name].roster)[m] for name, m in picks.items()}
+
+
 def picked_texts(picks: dict[str, str], test: MixedTasks, rows: list[dict[str, Any]]) -> list[str]:
     """Each test row's workflow: its set's pick, written for the row's worker order."""
-    picked = {name: workflow_family(test.sets[name].roster)[m] for name, m in picks.items()}
+    picked = picked_workflows(picks, test)
     return [
         picked[row["task_id"].split("/")[0]].to_text(json.loads(row["workers"])) for row in rows
     ]
@@ -99,18 +104,17 @@ def distil_examples(
     `n` prompt/completion pairs cycling over `rows` in a seeded order, each row's completion its
     set's pick in the row's numbering of its workers after a `<think>` line that names the pick's
     steps, models before numbers (writing a number is then copying the one beside a name)."""
-    texts = picked_texts(picks, tasks, rows)
-    steps = {
-        name: len(workflow_family(tasks.sets[name].roster)[m].steps) for name, m in picks.items()
-    }
+    picked = picked_workflows(picks, tasks)
     order = list(range(len(rows)))
     random.Random(seed).shuffle(order)
     examples = []
     for index in range(n):
-        row, text = rows[order[index % len(rows)]], texts[order[index % len(rows)]]
+        row = rows[order[index % len(rows)]]
         dataset = row["task_id"].split("/")[0]
-        count = steps[dataset]
+        workflow = picked[dataset]
+        count = len(workflow.steps)
         think = f"<think>{count} step{'s' if count > 1 else ''}: {picks[dataset]}.</think>\n"
+        text = workflow.to_text(json.loads(row["workers"]))
         examples.append({"prompt": row["prompt"], "completion": " " + think + text})
     return examples
 
