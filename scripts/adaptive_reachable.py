@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from itertools import combinations, permutations, product
@@ -98,12 +99,19 @@ def picked_texts(picks: dict[str, str], test: MixedTasks, rows: list[dict[str, A
 
 
 def distil_examples(
-    rows: list[dict[str, Any]], tasks: MixedTasks, picks: dict[str, str], n: int, seed: int
+    rows: list[dict[str, Any]],
+    tasks: MixedTasks,
+    picks: dict[str, str],
+    n: int,
+    seed: int,
+    *,
+    by_name: bool = False,
 ) -> list[dict[str, Any]]:
     """SFT pairs that teach a conductor the picks (`conductor_adaptive.py --methods distil`):
     `n` prompt/completion pairs cycling over `rows` in a seeded order, each row's completion its
     set's pick in the row's numbering of its workers after a `<think>` line that names the pick's
-    steps, models before numbers (writing a number is then copying the one beside a name)."""
+    steps, models before numbers (writing a number is then copying the one beside a name).
+    `by_name`: the steps name their models instead of numbering them (no roster lookup)."""
     picked = picked_workflows(picks, tasks)
     order = list(range(len(rows)))
     random.Random(seed).shuffle(order)
@@ -114,7 +122,7 @@ def distil_examples(
         workflow = picked[dataset]
         count = len(workflow.steps)
         think = f"<think>{count} step{'s' if count > 1 else ''}: {picks[dataset]}.</think>\n"
-        text = workflow.to_text(json.loads(row["workers"]))
+        text = workflow.to_text(json.loads(row["workers"]), by_name=by_name)
         examples.append({"prompt": row["prompt"], "completion": " " + think + text})
     return examples
 
@@ -144,3 +152,36 @@ def agreement_with_pick(
             counts[0] += ours is not None and ours == workflow_lists(picked)
             counts[1] += 1
     return found
+
+
+THINK = re.compile(r"\s*<think>\s*\d+ steps?: (.*?)\.</think>")
+"""The `<think>` line `distil_examples` teaches: the step count, then the pick by name."""
+
+
+def naming_the_pick(
+    texts: dict[str, list[str]], datasets: list[str], picks: dict[str, str], labels: list[str]
+) -> dict[str, dict[str, list[int]]]:
+    """Per conductor and set: how many of its test workflows open with a `<think>` line naming
+    the set's pick (the team, by model name, before any worker number is written), of how
+    many. Beside `agreement_with_pick` it tells a wrong team from a right team with wrong
+    numbers."""
+    found: dict[str, dict[str, list[int]]] = {}
+    for label in labels:
+        found[label] = {}
+        for text, name in zip(texts[label], datasets, strict=True):
+            counts = found[label].setdefault(name, [0, 0])
+            think = THINK.match(text)
+            counts[0] += think is not None and think.group(1) == picks.get(name)
+            counts[1] += 1
+    return found
+
+
+def counts_by_set(by_label: dict[str, dict[str, list[int]]]) -> str:
+    """'label: set n/of, …; label: …' — per conductor, a count of test workflows per set."""
+    return (
+        "; ".join(
+            f"{label}: " + ", ".join(f"{name} {n}/{of}" for name, (n, of) in sorted(by.items()))
+            for label, by in by_label.items()
+        )
+        + "."
+    )

@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 from adaptive_reachable import LABEL as REACHABLE
-from adaptive_reachable import agreement_with_pick
+from adaptive_reachable import agreement_with_pick, counts_by_set, naming_the_pick
 from adaptive_team import LABEL as TEAM
 from consortium.train.conductor_eval import (
     FIXED,
@@ -72,13 +72,17 @@ def target_lines(summary: dict[str, Any]) -> list[str]:
         ]
     lines = []
     before = summary["shapes"].get("warm start", {}).get("p_permutation")
+    where = "greedy on the test subset"
+    if before is None:  # the warm start was not evaluated: its sampled shapes are the "before"
+        before = summary.get("shapes_sampled_warm", {}).get("p_permutation")
+        where = "sampled at temperature 1 on training questions"
     for label in trained(summary):
         after = summary["shapes"][label]["p_permutation"]
         met = after is not None and after < 0.01 and (before is None or before >= 0.01)
         lines.append(
             f"- Shapes differ between data sets after training at p < 0.01 and not before "
             f"({label}): **{'met' if met else 'not met'}** (permutation p after {_p(after)}, "
-            f"after the warm start {_p(before)})."
+            f"after the warm start {_p(before)}, {where})."
         )
     figures = summary["figures"]
     for label in trained(summary):
@@ -117,7 +121,13 @@ def training_budget(settings: dict[str, Any]) -> str:
             f"the distilled conductor (DISTIL) {settings['distil_steps']} SFT steps x "
             f"{settings['sft_batch']} examples from the warm start on the workflow picked on "
             "train for each prompt's set (the `fixed, picked on train` row below), every worker "
-            "shown: it learns from a search over fixed workflows, not from its own samples"
+            "shown"
+            + (
+                ", each step's model written by name (`--distil-ids names`), not by its number"
+                if settings.get("distil_ids") == "names"
+                else ""
+            )
+            + ": it learns from a search over fixed workflows, not from its own samples"
         )
     return "; ".join(parts)
 
@@ -244,19 +254,23 @@ def markdown(summary: dict[str, Any], command: str) -> str:
             "sets whose records hold one sample of it per question (the second step has no "
             "recorded answer and stops the run): " + ", ".join(stopped) + ".",
         ]
-    agrees = summary.get("agrees_with_pick", {})
+    agrees = {k: v for k, v in summary.get("agrees_with_pick", {}).items() if k != "base"}
     if agrees:
         lines += [
             "",
             "Test workflows equal to the one picked on train (the same models, tools and access "
-            "lists): "
-            + "; ".join(
-                f"{label}: "
-                + ", ".join(f"{name} {n}/{of}" for name, (n, of) in sorted(by_set.items()))
-                for label, by_set in agrees.items()
-                if label != "base"
-            )
-            + ".",
+            "lists): " + counts_by_set(agrees),
+        ]
+    named = {
+        label: by_set
+        for label, by_set in summary.get("names_pick", {}).items()
+        if any(n for n, _ in by_set.values())
+    }
+    if named:
+        lines += [
+            "",
+            "Test workflows whose `<think>` line names the set's pick (the team, by model name, "
+            "before a worker number is written): " + counts_by_set(named),
         ]
     lines += ["", "## Targets", "", *target_lines(summary)]
     lines += ["", "## Workflow shapes per data set on the test subset (greedy)", ""]
@@ -323,6 +337,7 @@ def summary_of(work: Any) -> dict[str, Any]:
         return grouped
 
     test_sets = [t.meta["dataset"] for t in tasks]
+    conductors = [k for k in evaluated["texts"] if k not in BASELINES]
     shapes = {
         label: shape_test(labels(found, test_sets), seed=args.seed)
         for label, found in scores.items()
@@ -369,7 +384,8 @@ def summary_of(work: Any) -> dict[str, Any]:
         "provenance": provenance.read_text().strip() if provenance.is_file() else None,
         "team_kinds": evaluated.get("team_kinds", {}),
         "picked": evaluated.get("picked_on_train", {}),
-        "agrees_with_pick": agreement_with_pick(
-            evaluated["texts"], test_sets, [k for k in evaluated["texts"] if k not in BASELINES]
+        "agrees_with_pick": agreement_with_pick(evaluated["texts"], test_sets, conductors),
+        "names_pick": naming_the_pick(
+            evaluated["texts"], test_sets, evaluated.get("picked_on_train", {}), conductors
         ),
     }

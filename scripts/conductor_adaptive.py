@@ -259,7 +259,12 @@ def distil(work: Work, pool: PoolConfig, cost_weight: float, out: Path) -> None:
         seed=args.seed,
     )
     examples = distil_examples(
-        rows, work.train, picks, settings.steps * settings.batch_size, args.seed
+        rows,
+        work.train,
+        picks,
+        settings.steps * settings.batch_size,
+        args.seed,
+        by_name=args.distil_ids == "names",
     )
     fine_tune(
         str(work.warm_dir),
@@ -294,6 +299,13 @@ def main() -> None:
         help="grpo, rft and distil (SFT of the warm start on the workflow picked on train per set)",
     )
     parser.add_argument("--distil-steps", type=int, default=40, help="SFT steps of distil")
+    parser.add_argument(
+        "--distil-ids",
+        choices=("numbers", "names"),
+        default="numbers",
+        help="how distil's workflows write a step's model: its number in the prompt's roster "
+        "(as the prompt asks) or its name (which the parser reads alike)",
+    )
     parser.add_argument("--lambdas", default="0.2", help="λ values of the trained conductors")
     parser.add_argument("--rollouts", type=int, default=24, help="per training run")
     parser.add_argument("--questions-per-step", type=int, default=2)

@@ -14,6 +14,7 @@ from scripts.adaptive_reachable import (
     LABEL,
     agreement_with_pick,
     distil_examples,
+    naming_the_pick,
     pick,
     workflow_family,
 )
@@ -348,6 +349,20 @@ def test_distil_examples_write_each_sets_pick_in_the_prompts_own_numbering(
         assert [s.model for s in steps] == [first, "accept", last]
         assert lists.startswith(f"model_id = [{workers.index(first)}, 'accept', ")
     assert len(orders) > 1  # rosters are shuffled, so the numbers differ between prompts
+    datasets = [of_prompt[e["prompt"]]["task_id"].split("/")[0] for e in examples]
+    named = naming_the_pick(
+        {"D": [e["completion"] for e in examples]}, datasets, picks, ["D"]
+    )  # the report reads back the line the examples teach
+    assert all(n == of > 0 for n, of in named["D"].values())
+    by_name = distil_examples(rows, mixed, picks, len(rows), seed=1, by_name=True)
+    for example, numbered in zip(by_name, examples, strict=True):
+        workers = json.loads(of_prompt[example["prompt"]]["workers"])
+        roster = mixed.sets[of_prompt[example["prompt"]]["task_id"].split("/")[0]].roster
+        think, _, lists = example["completion"].partition("</think>\n")
+        assert think + "</think>\n" in numbered["completion"]  # the same think line
+        assert lists.startswith(f"model_id = [{roster[-1]!r}, 'accept', {roster[0]!r}]")
+        steps = parse_workflow(lists, workers, max_steps=5, tools=WITHOUT_SCORER).steps
+        assert [s.model for s in steps] == [roster[-1], "accept", roster[0]]
 
 
 def test_agreement_with_the_pick_compares_models_tools_and_access_not_wording() -> None:
@@ -365,3 +380,19 @@ def test_agreement_with_the_pick_compares_models_tools_and_access_not_wording() 
     }
     found = agreement_with_pick(texts, ["x", "x", "x", "x", "y"], ["DISTIL"])
     assert found == {"DISTIL": {"x": [1, 4], "y": [1, 1]}}
+
+
+def test_naming_the_pick_reads_the_team_named_before_the_numbers() -> None:
+    right = '<think>3 steps: b, accept, a.</think>\nmodel_id = [1, "accept", 0]'
+    texts = {
+        "DISTIL": [
+            " " + right,
+            right.replace('[1, "accept", 0]', '[2, "accept", 0]'),  # right team, wrong number
+            right.replace("b, accept, a", "a"),  # another team
+            'model_id = [1, "accept", 0]',  # no think line
+            "<think>1 step: c.</think>\nmodel_id = [2]",
+        ]
+    }
+    picks = {"x": "b, accept, a", "y": "c"}
+    found = naming_the_pick(texts, ["x", "x", "x", "x", "y"], picks, ["DISTIL"])
+    assert found == {"DISTIL": {"x": [2, 4], "y": [1, 1]}}

@@ -54,6 +54,9 @@ def test_round_trip_through_text() -> None:
         ["alpha", "beta", "gamma", "alpha"], ["a", "b", "c", "d"], [(), (0,), (), (1, 2)]
     )
     assert parse_workflow(workflow.to_text(ROSTER), ROSTER) == workflow
+    by_name = workflow.to_text(ROSTER, by_name=True)
+    assert by_name.startswith("model_id = ['alpha', 'beta', 'gamma', 'alpha']")
+    assert parse_workflow(by_name, list(reversed(ROSTER))) == workflow  # no roster order
 
 
 def test_critical_path() -> None:

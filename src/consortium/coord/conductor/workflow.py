@@ -118,10 +118,15 @@ class Workflow:
             finish.append(start + durations[step.index])
         return max(finish, default=0.0)
 
-    def to_text(self, roster: Sequence[str]) -> str:
-        """The workflow in the conductor's format, model ids as indices into `roster`."""
+    def to_text(self, roster: Sequence[str], *, by_name: bool = False) -> str:
+        """The workflow in the conductor's format, model ids as indices into `roster` (with
+        `by_name`: as the models' names, which `parse_workflow` reads alike)."""
         ids: list[object] = [
-            s.model if s.tool else len(roster) if s.recursive else roster.index(s.model)
+            s.model
+            if s.tool or (by_name and not s.recursive)
+            else len(roster)
+            if s.recursive
+            else roster.index(s.model)
             for s in self.steps
         ]
         subtasks = [s.subtask for s in self.steps]
