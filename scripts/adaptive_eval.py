@@ -180,6 +180,7 @@ def stage_eval(work: Work, pool: PoolConfig) -> None:
     (folder / "scores.json").write_text(
         json.dumps(
             {"task_ids": task_ids, "texts": texts, "scores": scores}
+            | {"workers": [json.loads(r["workers"]) for r in rows]}
             | {"team_kinds": kinds, "picked_on_train": picks}
         )
     )

@@ -127,29 +127,42 @@ def distil_examples(
     return examples
 
 
-def workflow_lists(text: str) -> tuple[list[object], list[object]] | None:
-    """A workflow text's `model_id` and `access_list` as written (the parser's reading); None
-    when its lists cannot be read."""
+def workflow_lists(
+    text: str, workers: Sequence[str] | None = None
+) -> tuple[list[object], list[object]] | None:
+    """A workflow text's `model_id` and `access_list` as written (the parser's reading), each
+    worker number turned into its name in `workers` (the prompt's roster) when given, so a
+    workflow that names its models equals one that numbers them; None when its lists cannot
+    be read."""
     try:
         lists = written_lists(text)
     except WorkflowError:
         return None
-    return lists["model_id"], lists["access_list"]
+    models = lists["model_id"]
+    if workers is not None:
+        models = [workers[m] if type(m) is int and 0 <= m < len(workers) else m for m in models]
+    return models, lists["access_list"]
 
 
 def agreement_with_pick(
-    texts: dict[str, list[str]], datasets: list[str], labels: list[str]
+    texts: dict[str, list[str]],
+    datasets: list[str],
+    labels: list[str],
+    workers: list[list[str]] | None = None,
 ) -> dict[str, dict[str, list[int]]]:
     """Per conductor and set: how many of its test workflows have the same models, tools and
-    access lists as the workflow picked on train (both in the test prompt's numbering), of how
-    many."""
+    access lists as the workflow picked on train, of how many. `workers`: each test prompt's
+    roster, to compare models by name (without it, by number as written)."""
+    rosters: list[list[str] | None] = list(workers) if workers else [None] * len(datasets)
     found: dict[str, dict[str, list[int]]] = {}
     for label in labels:
         found[label] = {}
-        for text, picked, name in zip(texts[label], texts[LABEL], datasets, strict=True):
+        for text, picked, name, roster in zip(
+            texts[label], texts[LABEL], datasets, rosters, strict=True
+        ):
             counts = found[label].setdefault(name, [0, 0])
-            ours = workflow_lists(text)
-            counts[0] += ours is not None and ours == workflow_lists(picked)
+            ours = workflow_lists(text, roster)
+            counts[0] += ours is not None and ours == workflow_lists(picked, roster)
             counts[1] += 1
     return found
 

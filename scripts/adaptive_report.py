@@ -384,7 +384,9 @@ def summary_of(work: Any) -> dict[str, Any]:
         "provenance": provenance.read_text().strip() if provenance.is_file() else None,
         "team_kinds": evaluated.get("team_kinds", {}),
         "picked": evaluated.get("picked_on_train", {}),
-        "agrees_with_pick": agreement_with_pick(evaluated["texts"], test_sets, conductors),
+        "agrees_with_pick": agreement_with_pick(
+            evaluated["texts"], test_sets, conductors, evaluated.get("workers")
+        ),
         "names_pick": naming_the_pick(
             evaluated["texts"], test_sets, evaluated.get("picked_on_train", {}), conductors
         ),

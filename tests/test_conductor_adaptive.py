@@ -380,6 +380,12 @@ def test_agreement_with_the_pick_compares_models_tools_and_access_not_wording() 
     }
     found = agreement_with_pick(texts, ["x", "x", "x", "x", "y"], ["DISTIL"])
     assert found == {"DISTIL": {"x": [1, 4], "y": [1, 1]}}
+    # a workflow that names its models equals the pick numbered in the same prompt's roster
+    named = same.replace('[1, "accept", 0]', '["b", "accept", "a"]')
+    texts["DISTIL"] = [named, named.replace('"b"', '"c"'), same, broken, named]
+    found = agreement_with_pick(texts, ["x"] * 4 + ["y"], ["DISTIL"], [["a", "b", "c"]] * 5)
+    assert found == {"DISTIL": {"x": [2, 4], "y": [1, 1]}}
+    assert agreement_with_pick(texts, ["x"] * 5, ["DISTIL"]) == {"DISTIL": {"x": [1, 5]}}
 
 
 def test_naming_the_pick_reads_the_team_named_before_the_numbers() -> None:
