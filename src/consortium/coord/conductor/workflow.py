@@ -121,14 +121,13 @@ class Workflow:
     def to_text(self, roster: Sequence[str], *, by_name: bool = False) -> str:
         """The workflow in the conductor's format, model ids as indices into `roster` (with
         `by_name`: as the models' names, which `parse_workflow` reads alike)."""
-        ids: list[object] = [
-            s.model
-            if s.tool or (by_name and not s.recursive)
-            else len(roster)
-            if s.recursive
-            else roster.index(s.model)
-            for s in self.steps
-        ]
+
+        def written_id(step: Step) -> object:
+            if step.tool or (by_name and not step.recursive):
+                return step.model
+            return len(roster) if step.recursive else roster.index(step.model)
+
+        ids = [written_id(s) for s in self.steps]
         subtasks = [s.subtask for s in self.steps]
         access: list[object] = ["all" if s.access == "all" else list(s.access) for s in self.steps]
         return f"model_id = {ids!r}\nsubtasks = {subtasks!r}\naccess_list = {access!r}"
