@@ -1,4 +1,5 @@
-# make demo: the main job on the embedded default (the replay pool). make test: ruff + mypy + pytest.
+# make demo: the main job on the embedded default (the replay pool). make test: ruff + mypy + pytest
+# without the end-to-end tier; make test-all: with it.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -7,7 +8,7 @@ BENCHMARKS ?= ../shared/data/benchmarks
 REAL_OUTPUTS ?= ../shared/data
 DEMO_ARGS ?=
 
-.PHONY: install demo teams routing-demo test test-cluster lint records coordination bench bench-litellm train compare evolve reliability real real-conductor conductor-adaptive conductor-reachable real-pool real-pool-stop clean
+.PHONY: install demo teams routing-demo test test-all test-cluster lint records coordination bench bench-litellm train compare evolve reliability real real-conductor conductor-adaptive conductor-reachable real-pool real-pool-stop clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,14 +44,25 @@ lint: install
 	$(BIN)/ruff format --check src tests bench scripts
 	$(BIN)/mypy
 
+# Two tiers: `make test` is every test but the end-to-end tier (marker e2e: the README and docs
+# pages run top to bottom, `make demo` byte for byte, the live trained conductor); `make test-all`
+# is both tiers (CI runs it). `make test-cluster` needs the Ray cluster and PostgreSQL. Where the
+# CPU goes: CONSORTIUM_TEST_BUDGET=.bench/budget make test; python scripts/test_budget.py .bench/budget
+TEST_ENV := CONSORTIUM_REPLAY_DATA=$(REPLAY_DATA) CONSORTIUM_BENCHMARKS=$(BENCHMARKS)
+PYTEST := $(BIN)/pytest -q -n 2 --dist loadfile --durations=15
+
 test: lint
 	bash scripts/system-deps.sh
-	CONSORTIUM_REPLAY_DATA=$(REPLAY_DATA) CONSORTIUM_BENCHMARKS=$(BENCHMARKS) $(BIN)/pytest -q -n 2 --dist loadfile --durations=15 -m "not cluster"
+	$(TEST_ENV) $(PYTEST) -m "not cluster and not e2e"
+
+test-all: lint
+	bash scripts/system-deps.sh
+	$(TEST_ENV) $(PYTEST) -m "not cluster"
 
 # A Ray head + two worker nodes (`ray start`) and a PostgreSQL server, on loopback: a few minutes.
 test-cluster: install
 	bash scripts/system-deps.sh
-	CONSORTIUM_REPLAY_DATA=$(REPLAY_DATA) CONSORTIUM_BENCHMARKS=$(BENCHMARKS) $(BIN)/pytest -q -n 0 --durations=10 -m cluster
+	$(TEST_ENV) $(BIN)/pytest -q -n 0 --durations=10 -m cluster
 
 # Answer-aware coordinators and baselines on the records folders (run `make records` first).
 COORD_SETS ?= gsm8k math humaneval date rb_arc_challenge rb_mbpp rb_winogrande

@@ -12,7 +12,10 @@ from consortium.replay.data import ReplayData, load_replay
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
 from consortium.runtime.pgserver import PostgresServer, server_programs
-from tests.helpers import SharedRecords
+from consortium.smallmodels.llamacpp import LlamaCppServers
+from tests.helpers import LIVE_SETTINGS, ReplayServers, SharedRecords
+
+pytest_plugins = ("tests.budget",)  # CPU per file and fixture with CONSORTIUM_TEST_BUDGET
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -186,9 +189,33 @@ def replay_server(replay_dir: Path) -> Iterator[ReplayServerProcess]:
 
 
 @pytest.fixture(scope="session")
+def replay_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReplayServers]:
+    """Replay servers shared by the session's tests, one per folders and arguments."""
+    servers = ReplayServers(tmp_path_factory.mktemp("replay-servers"))
+    yield servers
+    servers.stop_all()
+
+
+@pytest.fixture(scope="session")
 def split2_workers(replay_data: ReplayData, replay_server: ReplayServerProcess) -> PoolConfig:
     """The 7 open models of split2 on the session's replay server, as a pool."""
     return replay_pool(replay_data, replay_server.base_url, replay_data.models["split2"])
+
+
+@pytest.fixture(scope="session")
+def llama_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaCppServers]:
+    """The real llama.cpp pool (SmolLM2-135M + Gemma 3 270M), started once per session (per
+    xdist worker) for every test that asks a live model; a test that stops or kills a server
+    starts its own."""
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        pytest.fail(
+            "llama-cpp-python is not installed: make install (or CMAKE_ARGS='-DLLAVA_BUILD=OFF "
+            "-DGGML_NATIVE=OFF' pip install -e '.[local]'); leave them out with -m 'not real'"
+        )
+    with LlamaCppServers(tmp_path_factory.mktemp("llamacpp"), settings=LIVE_SETTINGS) as running:
+        yield running
 
 
 @pytest.fixture(scope="session")
@@ -196,10 +223,7 @@ def postgres_server() -> Iterator[PostgresServer]:
     """A PostgreSQL server of the machine's own in a temporary folder, on a loopback port;
     stopped and removed after the session (`scripts/system-deps.sh` installs it as root)."""
     if server_programs() is None:
-        reason = "PostgreSQL is not installed (apt-get install postgresql)"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+        pytest.fail("PostgreSQL is not installed: bash scripts/system-deps.sh (as root)")
     with PostgresServer() as server:
         yield server
         home = server.data_dir.parent

@@ -1,16 +1,77 @@
 from __future__ import annotations
 
+import importlib
 import os
+import shutil
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any
+
+import pytest
 
 from consortium.pool import Pool
 from consortium.replay.data import ReplayData
+from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
 from consortium.runtime.budget import Budget
 from consortium.runtime.cache import ResponseCache
 from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
+from consortium.smallmodels.llamacpp import ServerSettings
+
+LIVE_SETTINGS = ServerSettings(max_tokens=32, n_ctx=1024)
+"""The live llama.cpp pool's settings: short answers, a small context (short questions)."""
+
+
+class ReplayServers:
+    """Replay servers started once per session (per xdist worker) and shared by every test that
+    asks for the same one: `with replay_servers(data, *args, records=[folder]) as server:` starts
+    it on first use and leaves it running on exit. The replay keeps no state between requests
+    (which sample answers is the request's), so tests share a server safely; a test that reads
+    `stats()` or injects faults starts its own `ReplayServerProcess`. `--write-pool PATH` is
+    honoured per call: the pool the shared server wrote is copied to PATH."""
+
+    def __init__(self, scratch: Path) -> None:
+        self.scratch = scratch
+        self.running: dict[tuple[str, ...], tuple[ReplayServerProcess, Path]] = {}
+
+    @contextmanager
+    def __call__(
+        self, data: Path | None, *args: str, records: Sequence[Path] = ()
+    ) -> Iterator[ReplayServerProcess]:
+        arguments = list(args)
+        wanted_pool: Path | None = None
+        if "--write-pool" in arguments:
+            at = arguments.index("--write-pool")
+            wanted_pool = Path(arguments[at + 1])
+            del arguments[at : at + 2]
+        key = (str(data), *arguments, *(str(Path(folder).resolve()) for folder in records))
+        if key not in self.running:
+            pool = self.scratch / f"pool-{len(self.running)}.toml"
+            server = ReplayServerProcess(
+                data, *arguments, "--write-pool", str(pool), records=records
+            )
+            self.running[key] = server.start(), pool
+        server, pool = self.running[key]
+        if wanted_pool is not None:
+            shutil.copyfile(pool, wanted_pool)
+        yield server
+
+    def stop_all(self) -> None:
+        for server, _ in self.running.values():
+            server.stop()
+        self.running.clear()
+
+
+def required(module: str) -> ModuleType:
+    """A dependency the suite needs, imported; missing, the test fails and says how to install it
+    (the suite never skips a test silently)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        pytest.fail(f"{module} is not installed ({error}): make install", pytrace=False)
 
 
 def replay_caller(

@@ -20,9 +20,8 @@ from consortium.evaluation.entry import EvalConfig, run_evaluation
 from consortium.evaluation.recorded.rule_runs import answer_of, play
 from consortium.evaluation.recorded.tables import outcome_table
 from consortium.records import load_records
-from consortium.replay.launch import ReplayServerProcess
 from consortium.train.answer_policy import fit_answer_policy
-from tests.helpers import SharedRecords
+from tests.helpers import ReplayServers, SharedRecords
 from tests.test_cli import cli
 
 QUESTIONS = 60
@@ -44,7 +43,7 @@ def folders(shared_records: SharedRecords) -> dict[str, Path]:
 @pytest.mark.slow
 @pytest.mark.parametrize("dataset", ["gsm8k", "math", "date", "rb_arc_challenge", "humaneval"])
 def test_every_kind_live_over_http_equals_the_records_runner_per_question(
-    folders: dict[str, Path], dataset: str, tmp_path: Path
+    folders: dict[str, Path], dataset: str, replay_servers: ReplayServers, tmp_path: Path
 ) -> None:
     records = folders[dataset]
     checks = tmp_path / "checks"  # the code checks, run once for the table and every fit
@@ -65,7 +64,7 @@ def test_every_kind_live_over_http_equals_the_records_runner_per_question(
         write_policy(tmp_path / kind, policy)
         policies.append(str(tmp_path / kind))
     pool_file = tmp_path / "replay.toml"
-    with ReplayServerProcess(None, "--write-pool", str(pool_file), records=[records]):
+    with replay_servers(None, "--write-pool", str(pool_file), records=[records]):
         result = run_evaluation(
             EvalConfig(
                 pool_file,
@@ -191,7 +190,7 @@ def test_a_policy_folder_of_another_schema_or_edited_badly_is_one_line(
 
 
 def test_train_then_ask_on_the_command_line_and_a_missing_model_is_one_line(
-    folders: dict[str, Path], tmp_path: Path
+    folders: dict[str, Path], replay_servers: ReplayServers, tmp_path: Path
 ) -> None:
     records = folders["date"]
     out = tmp_path / "date-switch"
@@ -203,7 +202,7 @@ def test_train_then_ask_on_the_command_line_and_a_missing_model_is_one_line(
     assert "model-switch:date" in trained.stdout and "test" in trained.stdout
     question = load_records(records).table.column("question")[0].as_py()
     pool_file = tmp_path / "replay.toml"
-    with ReplayServerProcess(None, "--write-pool", str(pool_file), records=[records]):
+    with replay_servers(None, "--write-pool", str(pool_file), records=[records]):
         asked = _consortium(
             "ask", "--pool", str(pool_file), "--policy", str(out), question,
             "--traces", f"sqlite:///{tmp_path / 't.db'}",
@@ -226,7 +225,7 @@ def _consortium(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_served_like_one_model_with_who_answered_and_a_dead_endpoint_skipped(
-    folders: dict[str, Path], tmp_path: Path
+    folders: dict[str, Path], replay_servers: ReplayServers, tmp_path: Path
 ) -> None:
     """`serve --policy FOLDER`: the answer is the chosen model's recorded text, verbatim; the
     headers name who answered and why the policy stopped; a model whose endpoint is down is
@@ -248,7 +247,7 @@ def test_served_like_one_model_with_who_answered_and_a_dead_endpoint_skipped(
     }
     pool_file = tmp_path / "replay.toml"
     body = {"model": "consortium", "messages": [{"role": "user", "content": question}]}
-    with ReplayServerProcess(None, "--write-pool", str(pool_file), records=[records]):
+    with replay_servers(None, "--write-pool", str(pool_file), records=[records]):
         with serving(pool_file, tmp_path / "t.db", "--policy", str(policy)) as url:
             reply = httpx.post(f"{url}/chat/completions", json=body, timeout=60)
         assert reply.status_code == 200, reply.text

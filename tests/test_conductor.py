@@ -66,14 +66,16 @@ async def test_steps_with_disjoint_inputs_overlap_in_time(
     # Step 3 waits for step 0 only, not for the whole first layer to be gone through serially.
     assert steps[3].started >= steps[0].finished
     assert steps[4].started >= max(s.finished for s in steps[:4])
-    # Critical path: 3 calls; sequential: 5 calls.
-    assert dag_wall < 4 * LATENCY
 
     started = time.perf_counter()
     run = await WorkflowExecutor(sequential=True).run(
         workflow, question.question, caller.for_task("seq", "t")
     )
-    assert time.perf_counter() - started >= 5 * LATENCY
+    sequential_wall = time.perf_counter() - started
+    assert sequential_wall >= 5 * LATENCY
+    # Critical path: 3 calls; sequential: 5 calls, the same 5 calls. Compared with each other,
+    # not with a fixed bound, so a loaded machine slows both alike.
+    assert dag_wall < sequential_wall - LATENCY
     assert all(a.finished <= b.started for a, b in zip(run.steps, run.steps[1:], strict=False))
 
 

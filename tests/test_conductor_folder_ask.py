@@ -18,9 +18,9 @@ from consortium.coord.conductor.workflow import parse_workflow
 from consortium.pool import Pool
 from consortium.pool.config import load_pool
 from consortium.records.tasks import records_tasks
-from consortium.replay.launch import ReplayServerProcess
 from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
+from tests.helpers import ReplayServers
 
 WORKERS = ["gpt-3.5-turbo", "text-davinci-003", "gpt-4o-mini-2024-07-18"]
 WORKFLOW = (
@@ -72,7 +72,7 @@ def hand_written_conductor(folder: Path, workflow: str) -> Path:
 
 
 def test_a_conductor_folder_with_a_vote_step_answers_through_ask(
-    small_records: dict[str, Path], tmp_path: Path
+    small_records: dict[str, Path], replay_servers: ReplayServers, tmp_path: Path
 ) -> None:
     gsm8k = small_records["gsm8k"]
     folder = hand_written_conductor(tmp_path / "conductor", WORKFLOW)
@@ -80,7 +80,7 @@ def test_a_conductor_folder_with_a_vote_step_answers_through_ask(
     pool_file = tmp_path / "replay.toml"
     traces = f"sqlite:///{tmp_path / 'traces.db'}"
     spec = f"conductor:conductor:workers={','.join(WORKERS)}:examples=0"
-    with ReplayServerProcess(None, "--write-pool", str(pool_file), records=[gsm8k]):
+    with replay_servers(None, "--write-pool", str(pool_file), records=[gsm8k]):
         replay = load_pool(pool_file)
         with pool_file.open("a") as handle:
             handle.write(

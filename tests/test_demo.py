@@ -224,7 +224,7 @@ def make_steps(target: str, variables: list[str], cwd: Path) -> list[str]:
     return planned.stdout.strip().splitlines()
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_make_demo_rewrites_the_committed_report_byte_for_byte(real: Path, tmp_path: Path) -> None:
     """`make demo`'s own commands, run in a temporary folder with the committed policy folders,
     write reports/demo.md exactly as committed: a fresh `make demo` leaves `git status` clean.

@@ -41,7 +41,6 @@ def test_help_names_the_default_and_how_to_choose_the_contextual_encoder(command
     assert f"{SentenceEncoder.name} (the contextual encoder" in option, option
 
 
-@pytest.mark.skipif(not COMMITTED.is_dir(), reason="no committed policy in this checkout")
 def test_the_committed_policy_loads_with_the_encoder_it_was_trained_on(tmp_path: Path) -> None:
     policy = tmp_path / COMMITTED.name  # a copy: loading opens its feature cache for writing
     shutil.copytree(COMMITTED, policy)

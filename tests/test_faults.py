@@ -88,7 +88,8 @@ async def test_a_hanging_endpoint_times_out_within_its_deadline(
     started = time.monotonic()
     with pytest.raises(AgentError, match=r"timed out after 0\.5s"):
         await agent.chat([user(record.question)])
-    assert time.monotonic() - started < 5.0  # 2 attempts x 0.5 s plus the SDK's backoff
+    # 2 attempts x 0.5 s plus the SDK's backoff, not the 20 s hang (slack for a busy machine)
+    assert time.monotonic() - started < 10.0
     await agent.aclose()
 
 
@@ -138,7 +139,8 @@ async def test_the_circuit_opens_after_failures_in_a_row(replay_data: ReplayData
     started = time.monotonic()
     with pytest.raises(AgentError, match="circuit open after 2 failures in a row"):
         await agent.chat([user("hello")])
-    assert time.monotonic() - started < 0.05  # refused without a connection attempt
+    # refused at once (the message names the breaker); a bound a loaded machine keeps
+    assert time.monotonic() - started < 1.0
     agent.breaker.cooldown = 0.0
     with pytest.raises(AgentError, match="cannot reach"):
         await agent.chat([user("hello")])  # after the cooldown it tries again
@@ -236,7 +238,7 @@ async def test_a_task_never_outlives_its_deadline(
             Caller(pool, None, "test"),
             deadline=0.5,
         )
-    assert time.monotonic() - started < 3.0
+    assert time.monotonic() - started < 10.0  # the 0.5 s deadline, not the 20 s hang
     assert all(
         r.error == "TimeoutError: task deadline of 0.5s passed" and not r.grade.correct
         for r in results

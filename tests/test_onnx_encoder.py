@@ -11,8 +11,9 @@ from consortium.coord.trinity.encoder import CachedEncoder, SentenceEncoder
 from consortium.coord.trinity.onnx_encoder import OnnxSentenceEncoder, onnx_runtime_available
 from consortium.coord.trinity.policy import BACKEND_VARIABLE, default_encoder, resolve_backend
 from consortium.core.errors import ConfigError
+from tests.helpers import required
 
-pytestmark = pytest.mark.skipif(not onnx_runtime_available(), reason="onnxruntime not installed")
+required("onnxruntime")
 
 TEXTS = [
     "Natalia sold clips to 48 of her friends in April, and then she sold half as many in May.",

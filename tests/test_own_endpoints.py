@@ -21,7 +21,7 @@ from tests.test_readme import steps
 ROOT = Path(__file__).parents[1]
 MARK = ":::command "
 
-pytestmark = [pytest.mark.real, pytest.mark.slow]
+pytestmark = [pytest.mark.real, pytest.mark.e2e]
 
 
 def test_the_own_endpoints_page_runs_top_to_bottom(tmp_path: Path) -> None:

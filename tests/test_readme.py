@@ -57,7 +57,7 @@ def make_targets(lines: list[str]) -> list[str]:
     return [line.split()[1] for line in lines if line.startswith("make ")]
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_the_readme_runs_top_to_bottom(tmp_path: Path, replay_dir: Path) -> None:
     data = replay_dir.resolve()
     lines = steps((ROOT / "README.md").read_text())

@@ -35,14 +35,14 @@ from consortium.runtime.caller import Caller
 from consortium.runtime.launch import ChildServer
 from consortium.runtime.store import TraceStore
 from consortium.smallmodels.files import GEMMA3, SMOLLM2, locate
-from consortium.smallmodels.llamacpp import LlamaCppServers, ServerSettings, parse_models
+from consortium.smallmodels.llamacpp import LlamaCppServers, parse_models
 from consortium.tasks.base import Task
 from consortium.tasks.math import MathGrader
+from tests.helpers import LIVE_SETTINGS as SETTINGS
 from tests.scripted_server import scripted_server
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
 
-SETTINGS = ServerSettings(max_tokens=32, n_ctx=1024)
 QUESTIONS = ["What is 7 + 5?", "What is 9 - 4?", "What is 3 * 6?", "What is 8 + 8?"]
 ANSWERS = ["12", "5", "18", "16"]
 
@@ -51,17 +51,10 @@ def tasks(n: int = 1) -> list[Task]:
     return [Task(f"arith-{i}", QUESTIONS[i], "arithmetic", "test", ANSWERS[i]) for i in range(n)]
 
 
-@pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaCppServers]:
-    try:
-        import llama_cpp  # noqa: F401
-    except ImportError:
-        pytest.fail(
-            "llama-cpp-python is not installed: make install (or CMAKE_ARGS='-DLLAVA_BUILD=OFF "
-            "-DGGML_NATIVE=OFF' pip install -e '.[local]'); skip these tests with -m 'not real'"
-        )
-    with LlamaCppServers(tmp_path_factory.mktemp("llamacpp"), settings=SETTINGS) as running:
-        yield running
+@pytest.fixture
+def servers(llama_servers: LlamaCppServers) -> LlamaCppServers:
+    """The session's llama.cpp pool (tests/conftest.py)."""
+    return llama_servers
 
 
 @pytest.fixture
@@ -307,6 +300,7 @@ VOTE = (
 )
 
 
+@pytest.mark.e2e
 def test_a_fine_tuned_conductor_writes_a_vote_step_that_runs_live(
     servers: LlamaCppServers, tmp_path: Path
 ) -> None:

@@ -21,6 +21,7 @@ import pytest
 from consortium.records import load_records
 from consortium.records.errors import RecordsError
 from consortium.records.importers.base import SourceOutput
+from tests.helpers import required
 from tests.test_cli import cli as consortium_cli
 
 pytestmark = pytest.mark.slow  # servers and records imports: tens of seconds
@@ -272,7 +273,7 @@ def _in_child(function: str, folder: Path) -> None:
 
 @pytest.fixture(scope="module")
 def inspect_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("inspect_ai")
+    required("inspect_ai")
     folder = tmp_path_factory.mktemp("inspect")
     _in_child("make_inspect_logs", folder)
     return folder
@@ -280,7 +281,7 @@ def inspect_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def lm_eval_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("lm_eval")
+    required("lm_eval")
     folder = tmp_path_factory.mktemp("lm-eval")
     _in_child("make_lm_eval_logs", folder)
     return folder / "out"
@@ -381,7 +382,7 @@ def test_reading_inspect_logs_without_the_library_is_one_line(
 
 
 def test_a_file_that_is_not_an_inspect_log_is_one_line(tmp_path: Path) -> None:
-    pytest.importorskip("inspect_ai")
+    required("inspect_ai")
     from consortium.records.importers.inspect_logs import read_inspect_log
 
     bad = tmp_path / "bad.eval"
@@ -571,6 +572,7 @@ def docs_commands() -> list[str]:
     return [line for block in blocks for line in block.splitlines() if line.strip()]
 
 
+@pytest.mark.e2e
 def test_the_docs_bring_your_outputs_routes_run_as_written(
     inspect_logs: Path, lm_eval_out: Path, tmp_path: Path
 ) -> None:

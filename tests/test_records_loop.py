@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import openai
@@ -18,7 +17,7 @@ from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
 from consortium.replay.records import load_records_replay
 from consortium.runtime.launch import ChildServer
-from consortium.smallmodels.llamacpp import LlamaCppServers, ServerSettings
+from consortium.smallmodels.llamacpp import LlamaCppServers
 from tests.test_cli import cli as consortium_cli
 
 pytestmark = [pytest.mark.real, pytest.mark.slow]
@@ -31,24 +30,19 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
-    """The recording of the real llama.cpp pool, and that pool's file, its servers kept up for
-    the module's tests."""
-    try:
-        import llama_cpp  # noqa: F401
-    except ImportError:
-        pytest.fail("llama-cpp-python is not installed: make install; skip with -m 'not real'")
+def live(
+    llama_servers: LlamaCppServers, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, Path]:
+    """The recording of the session's real llama.cpp pool, and that pool's file."""
     root = tmp_path_factory.mktemp("loop")
-    settings = ServerSettings(max_tokens=32, n_ctx=1024)
-    with LlamaCppServers(root / "llamacpp", settings=settings) as servers:
-        pool = servers.write_pool(root / "local.toml")
-        result = cli(
-            "record", "--pool", str(pool), "--tasks", f"arithmetic:n={QUESTIONS}:seed=5",
-            "--samples", "2", "--temperature", "0.8", "--out", str(root / "rec"),
-            "--traces", f"sqlite:///{root / 'traces.db'}",
-        )  # fmt: skip
-        assert result.returncode == 0, result.stderr[-2000:]
-        yield root / "rec", pool
+    pool = llama_servers.write_pool(root / "local.toml")
+    result = cli(
+        "record", "--pool", str(pool), "--tasks", f"arithmetic:n={QUESTIONS}:seed=5",
+        "--samples", "2", "--temperature", "0.8", "--out", str(root / "rec"),
+        "--traces", f"sqlite:///{root / 'traces.db'}",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    return root / "rec", pool
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ from consortium.records.errors import RecordsError
 from consortium.records.importers.mapped import read_mapped
 from consortium.records.layouts import import_files
 from consortium.records.store import read_manifest, write_records
+from tests.helpers import required
 from tests.test_cli import cli, one_line_error
 
 MAP = {
@@ -169,7 +170,7 @@ def flat_rows(skill: int) -> list[dict[str, Any]]:
 
 
 def test_csv_parquet_json_and_a_datasets_folder_give_the_same_outputs(tmp_path: Path) -> None:
-    datasets = pytest.importorskip("datasets")
+    datasets = required("datasets")
     rows = flat_rows(skill=2)
     nested = [nested_row(i, 2, 0.0) for i in range(6)]
     (tmp_path / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in nested))

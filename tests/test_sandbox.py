@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import socket
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -36,14 +35,12 @@ LIMITS = SandboxLimits(  # tight, so the tests that hit a limit wait little
     max_processes=16,
     max_output_bytes=64 << 10,
 )
-MODES = ["fallback"] + (["bwrap"] if shutil.which("bwrap") else [])
+MODES = ["fallback", "bwrap"]  # bubblewrap: scripts/system-deps.sh; missing, its tests fail
 # The limits are set by prlimit(1) in the exec chain where it is installed, else between fork
 # and exec; every check runs both ways. A session (many programs through one bwrap) sets them
 # in its runner's forked child.
-LIMITS_SET_BY = ["prlimit", "preexec"] if shutil.which("prlimit") else ["preexec"]
-RUNNERS = [(mode, by) for mode in MODES for by in LIMITS_SET_BY] + (
-    [("bwrap", "session")] if "bwrap" in MODES else []
-)
+LIMITS_SET_BY = ["prlimit", "preexec"]
+RUNNERS = [(mode, by) for mode in MODES for by in LIMITS_SET_BY] + [("bwrap", "session")]
 
 
 class Runner:
@@ -158,16 +155,19 @@ def test_memory_bomb_is_stopped(runner: Runner) -> None:
     assert result.duration < 60  # stopped by the memory limit, long before the others
 
 
-def test_infinite_loop_is_stopped(sandbox: RunsPython) -> None:
-    result = sandbox.run_python("while True:\n    pass\n")
+def test_infinite_loop_is_stopped(runner: Runner) -> None:
+    # A wall clock far above the CPU limit: on a loaded machine (the suite's other worker, a
+    # build) the loop gets a share of a core, and a 3 s wall clock then stopped it first.
+    roomy_wall = runner(replace(LIMITS, wall_seconds=60))
+    result = roomy_wall.run_python("while True:\n    pass\n")
     assert result.limit_hit == "cpu_time"
-    assert result.duration < LIMITS.wall_seconds
+    assert result.duration < 60
 
 
 def test_sleeping_forever_hits_the_wall_clock(sandbox: RunsPython) -> None:
     result = sandbox.run_python("import time\ntime.sleep(60)\n")
     assert result.limit_hit == "wall_time"
-    assert result.duration < LIMITS.wall_seconds + 2
+    assert result.duration < LIMITS.wall_seconds + 10  # stopped, well before its 60 s sleep
     assert sandbox_processes() == 0
 
 
@@ -182,10 +182,6 @@ def test_file_names_cannot_escape(sandbox: RunsPython) -> None:
         sandbox.run_python("print(1)", files={"../../evil.py": "x"})
 
 
-BWRAP_ONLY = pytest.mark.skipif("bwrap" not in MODES, reason="sessions need bubblewrap")
-
-
-@BWRAP_ONLY
 def test_a_session_answers_as_one_process_per_program() -> None:
     """Exit codes, output, errors, stdin, files and each limit: the same through a session as
     through a process of its own."""
@@ -215,7 +211,6 @@ def test_a_session_answers_as_one_process_per_program() -> None:
             assert "runner" not in shared.stderr, code  # no frame of the runner in a traceback
 
 
-@BWRAP_ONLY
 def test_nothing_a_program_leaves_reaches_the_next() -> None:
     """Files, stray processes and the runner's memory: the next program of a session sees none
     of them; a program that kills the runner fails alone and the session goes on."""
@@ -243,7 +238,6 @@ def test_nothing_a_program_leaves_reaches_the_next() -> None:
     assert sandbox_processes() == 0
 
 
-@BWRAP_ONLY
 def test_a_runner_that_cannot_start_is_one_clear_error_not_a_failed_program(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -257,7 +251,6 @@ def test_a_runner_that_cannot_start_is_one_clear_error_not_a_failed_program(
         session.run_python("print(1)")
 
 
-@BWRAP_ONLY
 def test_thread_sessions_give_each_thread_its_own_runner_and_close_them_all() -> None:
     sessions = ThreadSessions(Sandbox(LIMITS, isolation="bwrap"))
     code = "import os\nprint(os.getppid(), open('/proc/sys/kernel/hostname').read().strip())"

@@ -21,8 +21,9 @@ from consortium.pool.config import dump_pool
 from consortium.replay.data import ReplayData
 from consortium.replay.pool import replay_pool
 from consortium.tasks.registry import load_task_set
+from tests.helpers import required
 
-pytest.importorskip("model2vec")
+required("model2vec")
 
 TEXTS = [
     "Natalia sold clips to 48 of her friends in April, and then she sold half as many in May.",

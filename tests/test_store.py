@@ -19,7 +19,7 @@ from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
 from consortium.runtime.store import TraceStore
 from consortium.runtime.store_records import CallRecord
-from tests.helpers import untimed
+from tests.helpers import ReplayServers, untimed
 
 
 def test_calls_round_trip(tmp_path: Path) -> None:
@@ -63,8 +63,8 @@ def test_calls_round_trip(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def slow_server(replay_dir: Path) -> Iterator[ReplayServerProcess]:
-    with ReplayServerProcess(replay_dir, "--sources", "split2", "--latency-base", "0.05") as server:
+def slow_server(replay_dir: Path, replay_servers: ReplayServers) -> Iterator[ReplayServerProcess]:
+    with replay_servers(replay_dir, "--sources", "split2", "--latency-base", "0.05") as server:
         yield server
 
 

@@ -33,6 +33,7 @@ from consortium.runtime.store import TraceStore
 from consortium.tasks.base import Task
 from consortium.train.online import train_online
 from consortium.train.settings import TrainConfig
+from tests.helpers import ReplayServers
 
 
 def test_head_shapes_and_parameter_count() -> None:
@@ -323,7 +324,7 @@ async def test_baseline_optimizers_spend_the_same_budget(
 
 
 def test_sep_cma_es_killed_with_sigkill_resumes_to_the_same_policy(
-    replay_dir: Path, replay_data: ReplayData, tmp_path: Path
+    replay_dir: Path, replay_data: ReplayData, replay_servers: ReplayServers, tmp_path: Path
 ) -> None:
     """A training process is SIGKILLed after a checkpoint; --resume in a new process ends with
     the policy of an uninterrupted run (the checkpoint is replaced atomically)."""
@@ -360,7 +361,7 @@ def test_sep_cma_es_killed_with_sigkill_resumes_to_the_same_policy(
     )
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": f"{root / 'src'}{os.pathsep}{root}"}
-    with ReplayServerProcess(replay_dir, "--sources", "split2", "--latency-base", "0.05") as slow:
+    with replay_servers(replay_dir, "--sources", "split2", "--latency-base", "0.05") as slow:
 
         def train(checkpoint: str, resume: str, out: str) -> subprocess.Popen[bytes]:
             arguments = [str(replay_dir), slow.base_url, str(tmp_path / checkpoint), resume]

@@ -35,11 +35,10 @@ from consortium.evaluation.entry import EvalConfig, EvalResult, run_evaluation
 from consortium.evaluation.recorded.episodes import Episodes
 from consortium.evaluation.recorded.tables import outcome_table
 from consortium.records import load_records
-from consortium.replay.launch import ReplayServerProcess
 from consortium.tasks.base import Task
 from consortium.train.answer_policy import fit_answer_policy
 from consortium.train.recorded_turns import Budget
-from tests.helpers import SharedRecords
+from tests.helpers import ReplayServers, SharedRecords
 from tests.test_cli import cli
 
 SMALL = Budget(generations=4, popsize=8, minibatch=32)
@@ -121,9 +120,11 @@ def folders(shared_records: SharedRecords) -> dict[str, Path]:
     }
 
 
-def _evaluate(records: Path, policies: list[Path], tmp_path: Path) -> EvalResult:
+def _evaluate(
+    records: Path, policies: list[Path], replay_servers: ReplayServers, tmp_path: Path
+) -> EvalResult:
     pool_file = tmp_path / "replay.toml"
-    with ReplayServerProcess(None, "--write-pool", str(pool_file), records=[records]):
+    with replay_servers(None, "--write-pool", str(pool_file), records=[records]):
         result = run_evaluation(
             EvalConfig(
                 pool_file,
@@ -139,7 +140,7 @@ def _evaluate(records: Path, policies: list[Path], tmp_path: Path) -> EvalResult
 
 @pytest.mark.parametrize("dataset", ["gsm8k", "math"])
 def test_the_trained_folder_live_over_http_equals_the_records_runner(
-    folders: dict[str, Path], dataset: str, tmp_path: Path
+    folders: dict[str, Path], dataset: str, replay_servers: ReplayServers, tmp_path: Path
 ) -> None:
     records = folders[dataset]
     table = outcome_table(load_records(records))
@@ -163,7 +164,7 @@ def test_the_trained_folder_live_over_http_equals_the_records_runner(
         (folder / "policy.json").write_text(json.dumps(edited))
         policies.append(folder)
     prompt_folder = policies[-1]
-    result = _evaluate(records, policies, tmp_path)
+    result = _evaluate(records, policies, replay_servers, tmp_path)
     as_pooled = {m: pool_name(result.pool, m) for m in table.models}
     verifier_calls = 0
     for folder, results in zip(policies, result.per_policy.values(), strict=True):

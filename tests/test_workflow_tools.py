@@ -42,7 +42,6 @@ from consortium.records import load_records, write_records
 from consortium.records.build import build_dataset
 from consortium.records.corpora import RECIPES
 from consortium.records.tasks import RecordsGrader, records_tasks
-from consortium.replay.launch import ReplayServerProcess
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
@@ -54,7 +53,7 @@ from consortium.train.workflow_validity import WorkflowShape, workflow_shape
 from consortium.viewer.dag import dag_svg, traced_workflows
 from consortium.viewer.html import Palette
 from consortium.viewer.queries import run_models, run_totals
-from tests.helpers import SharedRecords, recorded_first_samples, run_on_records
+from tests.helpers import ReplayServers, SharedRecords, recorded_first_samples, run_on_records
 from tests.scripted_server import scripted_server
 
 pytestmark = pytest.mark.slow  # servers and records imports: tens of seconds
@@ -200,7 +199,7 @@ async def _evaluate(
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def measured(
-    gsm8k: Path, tmp_path_factory: pytest.TempPathFactory
+    gsm8k: Path, replay_servers: ReplayServers, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Measured]:
     folder = tmp_path_factory.mktemp("tools")
     tasks = records_tasks(str(gsm8k), "test")[0][:QUESTIONS]
@@ -217,7 +216,7 @@ async def measured(
     )
     pool_file = folder / "replay.toml"
     store = TraceStore(f"sqlite:///{folder / 'traces.db'}")
-    with ReplayServerProcess(None, "--write-pool", str(pool_file), records=[gsm8k]):
+    with replay_servers(None, "--write-pool", str(pool_file), records=[gsm8k]):
         pool = Pool(load_pool(pool_file))
         caller = Caller(pool, store, store.start_run("test", pool="records/gsm8k"))
         try:
@@ -414,7 +413,7 @@ async def test_check_passes_on_the_first_program_that_passes_its_docstring_examp
 
 
 async def test_a_conductor_that_writes_a_vote_gets_the_votes_answer(
-    measured: Measured, gsm8k: Path, tmp_path: Path
+    measured: Measured, gsm8k: Path, replay_servers: ReplayServers, tmp_path: Path
 ) -> None:
     """A scripted conductor LM (the records hold none) writes "ask three, then vote"; its prompt
     offered the tools, and every answer is the one the fixed workflow's vote gave."""
@@ -428,7 +427,7 @@ async def test_a_conductor_that_writes_a_vote_gets_the_votes_answer(
         return "<think>Three answers, then a vote.</think>\n" + ASK_THREE_THEN_VOTE
 
     with (
-        ReplayServerProcess(None, "--write-pool", str(pool_file), records=[gsm8k]),
+        replay_servers(None, "--write-pool", str(pool_file), records=[gsm8k]),
         scripted_server({"boss": conductor}) as scripted,
     ):
         entries = [
