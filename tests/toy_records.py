@@ -69,3 +69,16 @@ def toy_rows(n: int = 60) -> list[OutputRow]:
         rows += [output_row(q, "cheap-a", 0, a, gold), output_row(q, "cheap-a", 1, a, gold)]
         rows += [output_row(q, "cheap-b", 0, b, gold), output_row(q, "strong", 0, gold, gold)]
     return rows
+
+
+def cheapest_right_rows(n: int = 30) -> list[OutputRow]:
+    """cheap-a, the cheapest model, is right on every question; cheap-b on even ones, strong on
+    every third; wrong answers all differ. The best single model is the cheapest, so a cascade
+    that asks it first and stops there ties it on train accuracy and cost."""
+    rows = []
+    for q in range(n):
+        gold = str(q)
+        rows.append(output_row(q, "cheap-a", 0, gold, gold))
+        rows.append(output_row(q, "cheap-b", 0, gold if q % 2 == 0 else str(q + 2000), gold))
+        rows.append(output_row(q, "strong", 0, gold if q % 3 == 0 else str(q + 3000), gold))
+    return rows

@@ -14,7 +14,8 @@ cheaper first); votes are weighted by that accuracy.
 - τ move: when the cluster's policy is already a scorer- or MoT cascade folder, the same rule with
   its τ moved one step down or up on TAU_GRID.
 Each kind's pick at λ maximises tuning accuracy − λ · cost / (the most accurate model's cost),
-among the members within the run's caps on the tuning tasks (ties: the cheaper)."""
+among the members within the run's caps on the tuning tasks (ties: `selection.choose`, the
+cheaper in the run's cost measure, then the fewest calls and parameters)."""
 
 from __future__ import annotations
 
@@ -87,7 +88,9 @@ def _sizes(wanted: Sequence[int], n: int) -> list[int]:
 
 
 def _member(kind: str, table: OutcomeTable, rule: Rule, title: str) -> Member:
-    return Member(kind, run_rule(table, rule, title, kind), lambda: rule)
+    run = run_rule(table, rule, title, kind)
+    run.params = rule.params()  # the tie rule counts them (`selection.choose`)
+    return Member(kind, run, lambda: rule)
 
 
 def votes(table: OutcomeTable) -> list[Member]:

@@ -34,6 +34,9 @@ PROGRAM_LIMITS = SandboxLimits(cpu_seconds=1, wall_seconds=60.0)
 finishes needs well under 0.1 s of CPU, and those that loop (32 of GSM8K's) were a third of a
 fresh import's time at 5 s each; verdicts are the same at 1 s."""
 
+LIMITED = "limited to the first "
+"""How the notes of a data set imported with a question limit begin."""
+
 
 @dataclass
 class Part:
@@ -198,7 +201,7 @@ def build_dataset(
         first = set(sorted(questions, key=question_order)[:limit])
         questions = {q: text for q, text in questions.items() if q in first}
         outputs = [o for o in outputs if o.question_id in first]
-        declared.append(f"limited to the first {limit} questions (by id)")
+        declared.append(f"{LIMITED}{limit} questions (by id)")
     with _stray_alarms_ignored():
         verdicts = _verdicts(kind, outputs, references, progress, workers)
     models = list(dict.fromkeys(o.model for o in outputs))

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from consortium.records.build import Part, Progress, build_dataset
+from consortium.records.build import LIMITED, Part, Progress, build_dataset
 from consortium.records.errors import RecordsError
 from consortium.records.importers.humaneval_runs import read_humaneval_runs
 from consortium.records.importers.modelswitch import read_modelswitch
@@ -24,6 +24,8 @@ MODELSWITCH = ("JianhaoChen-nju/ModelSwitch", "8a2db61821b2447d5ae0bac8cb0fb28cf
 MOT = ("MurongYue/LLM_MoT_cascade", "8db97e652d196ce6380927c3b4df8af6d6c09746")
 HUMANEVAL_RUNS = ("jamesmurdza/humaneval-results", "5eac7809fcfedaafeef5cea7f0a5b37783e19704")
 ROUTERDC = ("shuhao02/RouterDC", "0e63989c5bf4363330b8a4616386e3f7f116d9f8")
+SOURCES = (REREADING, MODELSWITCH, MOT, HUMANEVAL_RUNS, ROUTERDC)
+"""Every repository (and commit) the recipes read."""
 
 NO_GRANT = (
     "no licence file in the source repo: no grant; internal research, evaluation and tests only, "
@@ -241,4 +243,17 @@ def import_corpus(
         notes=recipe.notes,
         progress=progress,
         limit=limit,
+    )
+
+
+def is_project_corpus(manifest: Manifest) -> bool:
+    """Whether `manifest` is of a whole corpus `records import` builds from the real-outputs
+    folder: a recipe's data set, made by the import from the repositories the recipes read (at
+    their commits), no question limit. A user's own records of the same name are not."""
+    return (
+        manifest.dataset in RECIPES
+        and manifest.created_by == CREATED_BY
+        and bool(manifest.sources)
+        and all((source.repo, source.commit) in SOURCES for source in manifest.sources)
+        and not any(note.startswith(LIMITED) for note in manifest.notes)
     )

@@ -8,6 +8,7 @@ score on that pool."""
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -24,10 +25,16 @@ from consortium.evaluation.recorded.cost_measure import in_measure
 from consortium.evaluation.recorded.episodes import Episodes, run_trinity
 from consortium.evaluation.recorded.outcomes import OutcomeTable
 from consortium.evaluation.recorded.rule_runs import run_rule
-from consortium.evaluation.recorded.runs import PolicyRun, train_accuracy, train_cost
-from consortium.evaluation.recorded.selection import select_best, ties
+from consortium.evaluation.recorded.runs import PolicyRun, train_cost
+from consortium.evaluation.recorded.selection import (
+    Standing,
+    choose,
+    parameter_count,
+    standing,
+    tie_text,
+)
 from consortium.evaluation.recorded.tables import outcome_table
-from consortium.records.schema import OUTPUTS
+from consortium.records.schema import OUTPUTS, Manifest
 from consortium.records.store import load_records
 from consortium.train.recorded_turns import Budget, train_head
 
@@ -43,19 +50,26 @@ def _figures(run: PolicyRun, questions: np.ndarray) -> Figures:
 
 def _cost_unit(table: OutcomeTable) -> float:
     """The best single model's mean cost per train question (1 when it is free): λ's unit."""
-    return float(train_cost(table)[int(np.argmax(train_accuracy(table)))]) or 1.0
+    return float(train_cost(table)[baselines.best_single(table)]) or 1.0
+
+
+def _kept(
+    family: list[PolicyRun], what: str, train: np.ndarray, lam: float, unit: float
+) -> tuple[PolicyRun, str]:
+    """The member with the best train objective (ties: `selection.choose`), and the clause that
+    says its ties ("" when none; `what`: a member of the family, e.g. "MoT configuration")."""
+    standings = [standing(run, train, lam, unit) for run in family]
+    choice = choose(standings)
+    return family[choice.kept], tie_text(standings, choice, f"{what}s", len(train))
 
 
 def _best_of(
     family: list[PolicyRun], what: str, train: np.ndarray, lam: float, unit: float
 ) -> tuple[PolicyRun, str]:
-    """The member with the best train objective, and how it was chosen (`what`: the family)."""
-    chosen = select_best(family, train, lam, unit)
-    tied = ties(family, train, lam, unit)
+    """The member with the best train objective, and how it was chosen."""
+    chosen, tied = _kept(family, what, train, lam, unit)
     said = f"the {what} with the best train objective right − λ·cost (λ={lam:g})"
-    if tied > 1:
-        said += f"; {tied} of {len(family)} configurations tie on train, the cheapest was kept"
-    return chosen, said
+    return chosen, f"{said}; {tied}" if tied else said
 
 
 def _fit(kind: str, table: OutcomeTable, lam: float) -> tuple[Rule, str]:
@@ -67,12 +81,9 @@ def _fit(kind: str, table: OutcomeTable, lam: float) -> tuple[Rule, str]:
         return baselines.model_switch_rule(table), "models in train-accuracy order"
     if kind == "single":
         singles = [baselines.single(table, m) for m in range(table.n_models)]
-        best = select_best(singles, train, lam, unit)
-        tied = ties(singles, train, lam, unit)
+        best, tied = _kept(singles, "single model", train, lam, unit)
         said = f"the best single model on train (λ={lam:g})"
-        if tied > 1:
-            said += f"; {tied} models tie on train, the cheapest was kept"
-        return SingleAnswer(best.name), said
+        return SingleAnswer(best.name), f"{said}; {tied}" if tied else said
     if kind == "scorer":
         return scorer.scorer_vote_rule(table), "every model, the learned scorer (train) picks"
     if kind == "scorer-cascade":
@@ -91,7 +102,7 @@ def _fit(kind: str, table: OutcomeTable, lam: float) -> tuple[Rule, str]:
 
 def _scorer_cascade(table: OutcomeTable, lam: float, unit: float) -> tuple[Rule, str]:
     """The FrugalGPT cascades (subsets of up to 3 models, cheapest first) and the cascade over
-    every model, each at every τ; the best train objective wins (ties: the cheaper)."""
+    every model, each at every τ; the best train objective wins (ties: `selection.choose`)."""
     train = table.indices("train")
     family = scorer.frugal_family(table) + scorer.full_cascade_family(table)
     chosen, said = _best_of(family, "scorer cascade", train, lam, unit)
@@ -101,7 +112,7 @@ def _scorer_cascade(table: OutcomeTable, lam: float, unit: float) -> tuple[Rule,
 def _program_filter(kind: str, table: OutcomeTable, lam: float, unit: float) -> tuple[Rule, str]:
     """The report's family of the kind (example filter: orders of one or two of the 4 most
     accurate models × sample limits; filter and cluster: sets of the 3 most accurate × limits);
-    the best train objective wins (ties: the cheaper)."""
+    the best train objective wins (ties: `selection.choose`)."""
     train = table.indices("train")
     if kind == "example-filter":
         family = baselines.example_filter_family(table)
@@ -141,6 +152,14 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@dataclass(frozen=True)
+class FittedPolicy:
+    policy: AnswerPolicy
+    train: Standing
+    """Its train accuracy, calls and parameters, and its train cost in the selection's measure
+    (the policy's figures are in dollars): what `--kind auto`'s tie rule reads."""
+
+
 def fit_answer_policy(
     kind: str,
     records_folder: Path,
@@ -158,6 +177,19 @@ def fit_answer_policy(
     sandbox checks (the report's cache: `consortium coordinate --cache`). `cost` is what the
     selection's cost is measured in (the figures stay in dollars). `stop` and `budget`: the
     trinity kind's stop rule and training budget."""
+    return fit_policy(
+        kind,
+        records_folder,
+        lam=lam,
+        created_by=created_by,
+        cache_dir=cache_dir,
+        cost=cost,
+        stop=stop,
+        budget=budget,
+    ).policy
+
+
+def _check_options(kind: str, stop: str, lam: float) -> None:
     kinds = (*RULE_KINDS, *TURN_KINDS)
     if kind not in kinds:
         raise ConfigError(f"--kind: expected one of {', '.join(kinds)}, got {kind!r}")
@@ -167,8 +199,9 @@ def fit_answer_policy(
         raise ConfigError(f"--stop applies to --kind trinity only, not {kind}")
     if lam < 0:
         raise ConfigError(f"--lam must be >= 0, got {lam}")
-    records = load_records(records_folder)
-    manifest = records.manifest
+
+
+def _check_records(kind: str, records_folder: Path, manifest: Manifest) -> None:
     if manifest.answer_kind not in LIVE_KINDS:
         raise ConfigError(
             f"{records_folder}: answer kind {manifest.answer_kind!r} is not served live by an "
@@ -180,32 +213,50 @@ def fit_answer_policy(
             f"--kind {kind}: selects by each program's run on its docstring examples; "
             f"{records_folder} holds answers of kind {manifest.answer_kind!r}, not code"
         )
+
+
+def fit_policy(
+    kind: str,
+    records_folder: Path,
+    *,
+    lam: float = 0.0,
+    created_by: str = "consortium",
+    cache_dir: Path | None = None,
+    cost: CostMeasure = "usd",
+    stop: str = "accept",
+    budget: Budget = TRINITY_BUDGET,
+) -> FittedPolicy:
+    """`fit_answer_policy`'s policy, with its standing on the train split in `cost`."""
+    _check_options(kind, stop, lam)
+    records = load_records(records_folder)
+    manifest = records.manifest
+    _check_records(kind, records_folder, manifest)
     table = outcome_table(records, cache_dir)
     measured = in_measure(table, records, cost)
     params: dict[str, object]
     if kind in TURN_KINDS:
         head, selection = _fit_trinity(measured, lam, stop, budget)
-        run = run_trinity(Episodes(table, stop=stop), head, kind)
+        runs = [run_trinity(Episodes(t, stop=stop), head, kind) for t in _tables(table, measured)]
         params = {**head.params(), "verifier": "re-solve"}
         asks = head.asks()
     else:
         rule, selection = _fit(kind, measured, lam)
-        run = run_rule(table, rule, kind)
+        runs = [run_rule(t, rule, kind) for t in _tables(table, measured)]
         params, asks = rule.params(), rule.asks()
     if cost != "usd":
         selection += f" (cost in {cost})"
     models = [m for m in table.models if m in asks]
-    name = f"{kind}:{manifest.dataset}"
-    return AnswerPolicy(
+    train = table.indices("train")
+    policy = AnswerPolicy(
         schema_version=FOLDER_SCHEMA,
         kind=kind,
-        name=name,
+        name=f"{kind}:{manifest.dataset}",
         answer_kind=manifest.answer_kind,
         models=models,
         params=params,
         prices={m: manifest.prices[m] for m in models if m in manifest.prices},
-        train=_figures(run, table.indices("train")),
-        test=_figures(run, table.indices("test")),
+        train=_figures(runs[0], train),
+        test=_figures(runs[0], table.indices("test")),
         records=[
             FittedOn(
                 path=str(records_folder),
@@ -216,3 +267,12 @@ def fit_answer_policy(
         selection=selection,
         created_by=created_by,
     )
+    # the objective of `auto`'s choice is train accuracy; cost ties are told in the run's measure
+    on_train = standing(runs[-1], train, 0.0, 1.0)
+    return FittedPolicy(policy, replace(on_train, kind=kind, parameters=parameter_count(params)))
+
+
+def _tables(table: OutcomeTable, measured: OutcomeTable) -> list[OutcomeTable]:
+    """The table in dollars (the folder's figures), then in the selection's measure when that is
+    another (the tie rule's cost)."""
+    return [table] if measured is table else [table, measured]

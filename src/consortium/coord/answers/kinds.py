@@ -94,9 +94,30 @@ TURN_KINDS = ("trinity",)
 """Kinds whose every decision also picks a role, or submits (`trinity_turns.TrinityTurns`): a
 policy folder of one runs as a `trinity_live.TrinityTeam`, on records as
 `evaluation.recorded.episodes`."""
+SIMPLEST_FIRST = (
+    "single",
+    "vote",
+    "scorer",
+    "filter-and-cluster",
+    "model-switch",
+    "mot-cascade",
+    "scorer-cascade",
+    "example-filter",
+    *TURN_KINDS,
+)
+"""Every kind from the simplest team to the most complex: one model; then every model asked at
+once and one answer picked (votes, the scorer's pick, the cluster vote); then cascades, which
+decide after each answer whether to ask on; then TRINITY's multi-turn head. The tie rule
+(`evaluation.recorded.selection.choose`) keeps the earlier of two kinds that tie on train in
+everything else."""
 CHECKED_KINDS = ("example-filter", "filter-and-cluster")
 """Kinds that select by each answer's check: they need a check beyond an answer being there
 (for programs, the docstring examples), so they are fitted on code records only."""
+
+
+def simplicity(kind: str) -> int:
+    """A kind's place in SIMPLEST_FIRST (a name not in it comes after every kind)."""
+    return SIMPLEST_FIRST.index(kind) if kind in SIMPLEST_FIRST else len(SIMPLEST_FIRST)
 
 
 def renamed(params: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, Any]:

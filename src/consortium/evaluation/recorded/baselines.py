@@ -24,6 +24,7 @@ from consortium.evaluation.recorded.runs import (
     train_accuracy,
     train_cost,
 )
+from consortium.evaluation.recorded.selection import choose, standing
 
 MAX_SAMPLES = RULE_MAX_SAMPLES
 """Self-consistency and ModelSwitch ask a model for at most this many recorded samples."""
@@ -48,6 +49,14 @@ def _named(table: OutcomeTable, values: np.ndarray) -> dict[str, float]:
 
 def single(table: OutcomeTable, m: int) -> PolicyRun:
     return run_rule(table, SingleAnswer(table.models[m]), table.models[m], "single")
+
+
+def best_single(table: OutcomeTable) -> int:
+    """The model the tie rule keeps among the single models on train (`selection.choose`: the
+    best train accuracy; ties: the cheaper, then the name)."""
+    train = table.indices("train")
+    singles = [single(table, m) for m in range(table.n_models)]
+    return choose([standing(run, train, 0.0, 1.0) for run in singles]).kept
 
 
 def self_consistency(table: OutcomeTable, m: int) -> PolicyRun | None:

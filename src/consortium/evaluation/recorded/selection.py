@@ -1,14 +1,15 @@
-"""Choosing a configuration from a family on the train split only, saying when the train split
-cannot tell the candidates apart, and the figures a report gives for a policy on the test split
-(accuracy, cost, calls, tokens; paired bootstrap intervals)."""
+"""Choosing a configuration from a family on the train split only, by one tie rule (`choose`),
+saying when the train split cannot tell the candidates apart, and the figures a report gives for
+a policy on the test split (accuracy, cost, calls, tokens; paired bootstrap intervals)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from consortium.coord.answers.kinds import simplicity
 from consortium.evaluation.recorded.runs import PolicyRun
 
 TOLERANCE = 0.3
@@ -17,6 +18,12 @@ TIE = 1e-9
 """Two train figures tie when they differ by at most TIE times the larger (or 1): the same figure
 summed in another order differs by ~1e-16, while two accuracies differing on one train question
 differ by 1 / (train questions), far above it."""
+
+
+UNTOLD = "train split cannot tell these policies apart"
+"""How a selection whose candidates all tie on train says so (`untold`)."""
+NAMES_SHOWN = 3
+"""How many tied candidates a selection line names before "and N more"."""
 
 
 def objective(run: PolicyRun, questions: np.ndarray, lam: float, cost_unit: float) -> float:
@@ -39,22 +46,136 @@ def untold(runs: Sequence[PolicyRun], questions: np.ndarray, lam: float, cost_un
     return len(runs) > 1 and ties(runs, questions, lam, cost_unit) == len(runs)
 
 
+@dataclass(frozen=True)
+class Standing:
+    """A candidate as the tie rule reads it on the train split."""
+
+    name: str
+    objective: float
+    """Higher is better: right − λ·cost, or train accuracy."""
+    accuracy: float
+    cost: float
+    """Mean per question, in the run's cost measure (dollars, tokens or seconds)."""
+    calls: float
+    """Mean per question."""
+    parameters: int
+    kind: str = ""
+    """The answer-aware kind (`coord.answers.kinds.SIMPLEST_FIRST`); a family shares one."""
+
+
+def parameter_count(params: object) -> int:
+    """How many values a rule's params hold: each model named, weight, sample limit, τ."""
+    if isinstance(params, Mapping):
+        return sum(parameter_count(value) for value in params.values())
+    if isinstance(params, list | tuple):
+        return sum(parameter_count(value) for value in params)
+    return 1
+
+
+def standing(run: PolicyRun, questions: np.ndarray, lam: float, cost_unit: float) -> Standing:
+    return Standing(
+        run.name,
+        objective(run, questions, lam, cost_unit),
+        float(run.correct[questions].mean()),
+        float(run.cost[questions].mean()),
+        float(run.calls[questions].mean()),
+        parameter_count(run.params),
+        run.family,
+    )
+
+
+@dataclass(frozen=True)
+class Choice:
+    kept: int
+    tied: tuple[int, ...]
+    """Every candidate whose objective ties the best: the kept one, then the others in the
+    rule's order (cheaper, fewer calls, …)."""
+    by: tuple[str, ...]
+    """What narrowed the tied ones down to the kept one, in order (none when nothing tied)."""
+    candidates: int
+
+    @property
+    def untold(self) -> bool:
+        """Two or more candidates, every one tied on the objective (`untold`)."""
+        return self.candidates > 1 and len(self.tied) == self.candidates
+
+
+SIMPLER: tuple[tuple[str, Callable[[Standing], float]], ...] = (
+    ("the cheapest", lambda s: s.cost),
+    ("the fewest calls a question", lambda s: s.calls),
+    ("the fewest parameters", lambda s: s.parameters),
+    ("the simplest kind", lambda s: simplicity(s.kind)),
+)
+"""The tie rule's steps after the objective, each keeping the candidates that tie its least."""
+
+
+def choose(standings: Sequence[Standing]) -> Choice:
+    """The tie rule of every selection on train: the best objective; among the candidates that
+    tie it, the cheapest in the run's cost measure, then the fewest calls a question, the fewest
+    parameters, the simplest kind (single < vote < cascades < TRINITY), the name."""
+    best = max(s.objective for s in standings)
+    tied = [i for i, s in enumerate(standings) if tie(s.objective, best)]
+    left, by = tied, []
+    for said, figure in SIMPLER:
+        least = min(figure(standings[i]) for i in left)
+        narrowed = [i for i in left if tie(figure(standings[i]), least)]
+        if len(narrowed) < len(left):
+            by.append(said)
+        left = narrowed
+    kept = min(left, key=lambda i: standings[i].name)
+    if len(left) > 1:
+        by.append("the first by name")
+    # the others in the rule's order, so that the names shown first came closest to the kept one
+    others = sorted(
+        (i for i in tied if i != kept),
+        key=lambda i: (*(figure(standings[i]) for _, figure in SIMPLER), standings[i].name),
+    )
+    return Choice(kept, (kept, *others), tuple(by), len(standings))
+
+
+def names_text(names: Sequence[str], shown: int = NAMES_SHOWN) -> str:
+    """`a, b, c and 4 more`: a few names, then how many are left."""
+    listed = ", ".join(names[:shown])
+    return f"{listed} and {len(names) - shown} more" if len(names) > shown else listed
+
+
+def tie_text(standings: Sequence[Standing], choice: Choice, what: str, questions: int) -> str:
+    """The selection's tie in one clause: which of the `what` (e.g. "configurations") tie on
+    train, and why the kept one was kept; UNTOLD when every one ties. Empty when none ties."""
+    if len(choice.tied) < 2:
+        return ""
+    tied = [standings[i] for i in choice.tied]
+    accuracies = {round(100 * s.accuracy, 9) for s in tied}
+    score = f" at {100 * tied[0].accuracy:.2f} %" if len(accuracies) == 1 else ""
+    head = (
+        f"{UNTOLD}: all {len(tied)} {what} tie on train{score} ({questions} questions)"
+        if choice.untold
+        else f"{len(tied)} of {choice.candidates} {what} tie on train{score}"
+    )
+    return (
+        f"{head}: {names_text([s.name for s in tied])}; kept {tied[0].name}: "
+        f"{', then '.join(choice.by)}"
+    )
+
+
 def select_best(
     runs: Sequence[PolicyRun], questions: np.ndarray, lam: float, cost_unit: float
 ) -> PolicyRun:
-    """The family member with the best train objective (ties: the cheaper)."""
-    return max(
-        runs,
-        key=lambda r: (objective(r, questions, lam, cost_unit), -float(r.cost[questions].mean())),
-    )
+    """The family member with the best train objective (ties: `choose`)."""
+    return runs[choose([standing(r, questions, lam, cost_unit) for r in runs]).kept]
 
 
 def select_cheap(
     runs: Sequence[PolicyRun], questions: np.ndarray, floor: float
 ) -> PolicyRun | None:
-    """The cheapest member whose train accuracy is at least `floor` (None if none is)."""
+    """The cheapest member whose train accuracy is at least `floor` (None if none is); among
+    equally cheap ones, `choose` at λ = 0 (the most accurate, then the simplest)."""
     good = eligible(runs, questions, floor)
-    return min(good, key=lambda r: float(r.cost[questions].mean())) if good else None
+    if not good:
+        return None
+    least = min(float(r.cost[questions].mean()) for r in good)
+    cheapest = [r for r in good if tie(float(r.cost[questions].mean()), least)]
+    return select_best(cheapest, questions, 0.0, 1.0)
 
 
 def eligible(runs: Sequence[PolicyRun], questions: np.ndarray, floor: float) -> list[PolicyRun]:

@@ -14,6 +14,7 @@ from consortium.evaluation.recorded.outcomes import Verdicts
 from consortium.evaluation.recorded.tables import outcome_table
 from consortium.evaluation.recorded.transcript_text import transcript_text
 from consortium.records.agreement import grade_warnings
+from consortium.records.corpora import is_project_corpus
 from consortium.records.store import Records, load_records
 from consortium.tasks.code_checks import example_coverage
 from consortium.train.coordination_report.pipeline import LAMBDAS, DatasetResult, run_dataset
@@ -31,6 +32,8 @@ class CoordinationRequest:
     lambdas: tuple[float, ...] = LAMBDAS
     cache_dir: Path | None = None
     targets: dict[str, float] = field(default_factory=lambda: dict(TARGETS))
+    """Accuracy targets by data set, judged only on the corpora they were set for (the project's
+    own, `records.corpora.is_project_corpus`), as are the group targets."""
     routers: bool = False
     """Also the kNN and MLP routers (encodes every question with all-MiniLM-L6-v2)."""
     transcript_text: bool = False
@@ -49,11 +52,14 @@ def run_coordination(
     summaries = []
     grouped = {d for target in GROUP_TARGETS.values() for d in target.datasets}
     kept: dict[str, DatasetResult] = {}  # only the sets a group target needs stay in memory
+    own: set[str] = set()  # the project's corpora, the only sets the targets were set for
     warned = {folder: _warnings(load_records(folder), request.cost) for folder in request.records}
     for line in (line for lines in warned.values() for line in lines):
         say(line)
     for folder in request.records:
         records = load_records(folder)
+        if is_project_corpus(records.manifest):
+            own.add(records.manifest.dataset)
         say(f"{records.manifest.dataset}: building the outcome table")
         table = outcome_table(records, request.cache_dir, verdicts=request.verdicts)
         table = in_measure(table, records, request.cost)
@@ -80,7 +86,7 @@ def run_coordination(
         )
         summary = dataset_summary(result)
         summary["grade_warnings"] = warned[folder]
-        if table.dataset in grouped:
+        if table.dataset in grouped & own:
             kept[table.dataset] = result
         if table.answer_kind == "code":
             coverage = example_coverage(texts[q] for q in table.question_ids)
@@ -92,7 +98,8 @@ def run_coordination(
         for name, target in GROUP_TARGETS.items()
         if (group := group_summary(name, target, kept)) is not None
     ]
-    write_report(summaries, request.out, request.targets, groups)
+    targets = {dataset: goal for dataset, goal in request.targets.items() if dataset in own}
+    write_report(summaries, request.out, targets, groups)
     return summaries
 
 

@@ -22,7 +22,8 @@ def cost_lines(summary: Mapping[str, Any]) -> list[str]:
     """The cost target, met by a policy within TOLERANCE of the best single model at ≤ 30 % of its
     cost on the test split *and* on the train split (a test figure alone is not counted: on a
     small split a policy the train split rules out can tie by luck). Not judged when the best
-    single costs nothing in the measure (every price 0, in dollars): no share can be taken."""
+    single costs nothing in the measure (every price 0, in dollars): no share can be taken; nor
+    when it scores within TOLERANCE of 0 % on test: a policy that asks nothing would meet it."""
     label = cost_label(summary)
     head = f"- cost (within {TOLERANCE} pts at ≤ 30 % of the best single's {label})"
     if summary.get("best_single_untold"):
@@ -32,6 +33,8 @@ def cost_lines(summary: Mapping[str, Any]) -> list[str]:
             f"{head}: not judged, the best single costs 0 {label} per question on test (prices "
             "of 0: --cost tokens or seconds measures what these models spend)"
         ]
+    if summary["best_single_accuracy"] <= TOLERANCE:  # the target asks for no right answer
+        return [f"{head}: not judged, {_nothing_to_keep(summary)}"]
     single, single_train = summary["best_single_accuracy"], summary["best_single_train_accuracy"]
     candidates = [p for p in summary["policies"] if p["family"] not in ("oracle", "single")]
     close = [p for p in candidates if p["accuracy"] >= single - TOLERANCE]
@@ -58,6 +61,16 @@ def cost_lines(summary: Mapping[str, Any]) -> list[str]:
     if unbacked:
         line += f"; on the test split only, not counted (outside it on train): {_priced(unbacked)}"
     return [line]
+
+
+def _nothing_to_keep(summary: Mapping[str, Any]) -> str:
+    """Why a best single within TOLERANCE of 0 % leaves the cost target nothing to judge."""
+    if all(p["accuracy"] == 0 for p in summary["policies"] if p["family"] != "oracle"):
+        return "every policy scores 0 % on test: there is no accuracy to keep at a lower cost"
+    return (
+        f"the best single scores {summary['best_single_accuracy']:.2f} % on test, within "
+        f"{TOLERANCE} pts of a policy that asks no model"
+    )
 
 
 def _priced(policies: Sequence[Mapping[str, Any]]) -> str:

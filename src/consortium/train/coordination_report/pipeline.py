@@ -23,6 +23,7 @@ from consortium.evaluation.recorded.scorer import (
 )
 from consortium.evaluation.recorded.selection import (
     TOLERANCE,
+    UNTOLD,
     eligible,
     select_best,
     select_cheap,
@@ -36,8 +37,6 @@ from consortium.train.router_runs import router_runs
 
 LAMBDAS = (0.0, 0.05, 0.2, 0.5)
 """λ in units of the best single model's mean cost per question (train split)."""
-UNTOLD = "train split cannot tell these policies apart"
-"""How a selection whose candidates all tie on train says so (`selection.untold`)."""
 READING = "TRINITY replay + transcript text, sep-CMA-ES, λ=0"
 """The ablation: the λ=0 head that also reads the transcript's text feature (transcript_text)."""
 SUBMIT_ROW = "TRINITY replay + submit, sep-CMA-ES"
@@ -67,7 +66,8 @@ class DatasetResult:
     measure: CostMeasure = "usd"
     """What every cost figure is in: USD, tokens or seconds (`cost_measure`)."""
     singles_untold: bool = False
-    """Every single model ties on train accuracy: `best_single` is the first, a reference only."""
+    """Every single model ties on train accuracy: `best_single` is the one the tie rule keeps
+    (`selection.choose`: the cheapest, then the name), a reference only."""
     notes: list[str] = field(default_factory=list)
     """Families left out and selections the train split cannot make, one line each, with why."""
 
@@ -89,7 +89,7 @@ def run_dataset(
     """`table`'s costs are in `measure` (`cost_measure.in_measure`); it labels them."""
     train = table.indices("train")
     accuracy = train_accuracy(table)
-    best = int(np.argmax(accuracy))
+    best = baselines.best_single(table)
     cost_unit = float(train_cost(table)[best]) or 1.0
     result = DatasetResult(table, best, cost_unit, measure=measure)
     progress = log or (lambda _: None)
@@ -105,8 +105,8 @@ def run_dataset(
     if result.singles_untold:
         say(
             f"{UNTOLD}: the {table.n_models} single models ({', '.join(table.models)}) all "
-            f"score {100 * accuracy[best]:.2f} % on train; {table.models[best]}, the first, "
-            "stands as the reference best single, not a winner",
+            f"score {100 * accuracy[best]:.2f} % on train; {table.models[best]}, the cheapest "
+            "(then the first by name), stands as the reference best single, not a winner",
             note=True,
         )
     runs += [r for m in range(table.n_models) if (r := baselines.self_consistency(table, m))]
@@ -136,12 +136,13 @@ def run_dataset(
         if untold(family, train, 0.0, cost_unit):
             share = 100 * float(chosen.correct[train].mean())
             chosen.note = (
-                f"{family_name}: {UNTOLD} (all tie on train); one of the cheapest, no winner"
+                f"{family_name}: {UNTOLD} (all tie on train); the simplest of the cheapest, "
+                "no winner"
             )
             say(
                 f"{family_name}: {UNTOLD}: its {len(family)} configurations all score "
-                f"{share:.2f} % on train; the row shown, {chosen.name}, is one of the cheapest, "
-                "not a winner",
+                f"{share:.2f} % on train; the row shown, {chosen.name}, is the one the tie rule "
+                "keeps (the cheapest, then the fewest calls and parameters), not a winner",
                 note=True,
             )
             runs.append(chosen)

@@ -1,6 +1,8 @@
 """The coordination report's accuracy targets and the policies they are judged on: one target
 per data set, and targets on the mean over several data sets (RouterBench's three), judged with a
-paired bootstrap that resamples each set's questions on its own."""
+paired bootstrap that resamples each set's questions on its own. They were set for the project's
+own corpora (`records.corpora.is_project_corpus`), and `consortium coordinate` judges them on
+those only: a user's own records of the same name get no target line."""
 
 from __future__ import annotations
 
