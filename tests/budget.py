@@ -3,11 +3,12 @@
 With `CONSORTIUM_TEST_BUDGET=DIR` set, each pytest process (every xdist worker, or the one
 process without xdist) appends JSON lines to `DIR/<worker>.jsonl`: the CPU seconds (user + sys)
 of each test's set-up, call and tear-down, and of each fixture's set-up, counting this process
-and the child processes it has waited for (a server started by a fixture is counted when it
-stops, in the tear-down that stops it). Unset, the plugin records nothing."""
+and its child processes (a server a fixture keeps up is counted in the tests it serves). Unset,
+the plugin records nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -16,16 +17,23 @@ from collections.abc import Generator
 from pathlib import Path
 from typing import IO, Any
 
+import psutil
 import pytest
 
 BUDGET_ENV = "CONSORTIUM_TEST_BUDGET"
 
 
 def cpu_seconds() -> float:
-    """User + sys CPU of this process and of its waited-for children."""
+    """User + sys CPU of this process, of its waited-for children and of the descendants alive
+    now (a server a fixture keeps up is counted while it works, not only when it stops)."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    total = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            times = child.cpu_times()
+            total += times.user + times.system
+    return total
 
 
 class BudgetRecorder:
