@@ -24,6 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # once per temporary folder (tens of seconds of CPU each). A cache changes only how long a
 # command takes; the pages' tests keep it while they drop the rest of CONSORTIUM_*.
 os.environ.setdefault("CONSORTIUM_CACHE", str(ROOT / ".consortium"))
+# No model hub at run time: set before any test imports huggingface_hub, which reads it once
+# (a command run in process cannot turn it on later).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 CHECKOUT_TRACES = ROOT / "consortium-traces.db"
 """The trace store a command run from the checkout writes by default (`DEFAULT_TRACES`)."""

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import shutil
-from collections.abc import Iterator, Sequence
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -63,6 +66,30 @@ class ReplayServers:
         for server, _ in self.running.values():
             server.stop()
         self.running.clear()
+
+
+def run_consortium(
+    *args: str, env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`consortium ARGS` run in this process (click's CliRunner isolation: its own stdin, stdout,
+    stderr and `env` added to the environment), read back as a finished process. The package is
+    imported once per session instead of once per command; a test of the entry point itself,
+    its exit on a signal or its environment at start runs a real process instead."""
+    from click.testing import CliRunner
+
+    from consortium.cli.main import main
+
+    code: int = 0
+    with CliRunner().isolation(env=dict(env or {})) as (out, err, _):
+        with contextlib.chdir(cwd or Path.cwd()):
+            try:
+                main(args)
+            except SystemExit as exit:
+                code = exit.code if isinstance(exit.code, int) else int(exit.code is not None)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        stdout, stderr = out.getvalue().decode(), err.getvalue().decode()
+    return subprocess.CompletedProcess(["consortium", *args], code, stdout, stderr)
 
 
 def required(module: str) -> ModuleType:

@@ -15,11 +15,20 @@ from consortium.pool.config import dump_pool
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess, free_port
 from consortium.replay.pool import replay_pool
+from tests.helpers import run_consortium
 
 PLANTED_KEY = "sk-consortium-planted-0123456789abcdef"
 
 
 def cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`consortium ARGS` in this process, with `env` added to the environment (tests/helpers.py;
+    `timeout` is a child process's, kept for `cli_process`)."""
+    return run_consortium(*args, env=env)
+
+
+def cli_process(
     *args: str, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     """`consortium ARGS` in a child process, with `env` added to this one's environment."""
@@ -54,7 +63,7 @@ def pool_file(replay_server: ReplayServerProcess, replay_data: ReplayData, tmp_p
 
 
 def test_help_teaches_the_commands() -> None:
-    result = cli("--help")
+    result = cli_process("--help")  # the entry point, as a user starts it
     assert result.returncode == 0
     for command in ("ask", "conduct", "eval", "demo", "replay", "pool", "traces"):
         assert command in result.stdout

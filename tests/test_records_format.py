@@ -4,9 +4,7 @@ fixed rule; bad folders get one clear line (library and CLI), and nothing else i
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -22,6 +20,7 @@ from consortium.records import (
     write_records,
 )
 from consortium.records.split import split_rule
+from tests.helpers import run_consortium
 
 
 def manifest(models: list[str]) -> Manifest:
@@ -96,13 +95,7 @@ def test_split_is_a_fixed_rule_on_the_id() -> None:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "consortium", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=dict(os.environ),
-    )
+    return run_consortium(*args)
 
 
 def refused(folder: Path, expected: str) -> None:

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -36,6 +34,7 @@ from consortium.train.fit import FitState
 from consortium.train.recorded import RoutingProblem, imitation, train_recorded
 from consortium.train.routers import KnnRouter, MlpRouter, PerDatasetBest, random_choices
 from consortium.train.settings import RecordedConfig
+from tests.helpers import run_consortium
 
 # ---------------------------------------------------------------------------------------------
 # Synthetic problems
@@ -406,14 +405,7 @@ def test_random_choices_are_seeded_and_in_range() -> None:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "consortium", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        # one torch thread: MiniLM on 80 questions is quicker without contention on a small box
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"},
-    )
+    return run_consortium(*args)
 
 
 def one_line_error(result: subprocess.CompletedProcess[str], expected: str) -> None:
@@ -444,7 +436,11 @@ class FromCacheOnly:
 
 
 def test_train_router_cli_end_to_end(
-    pool_file: Path, replay_data: ReplayData, replay_dir: Path, tmp_path: Path
+    pool_file: Path,
+    replay_data: ReplayData,
+    replay_dir: Path,
+    tmp_path: Path,
+    one_torch_thread: None,  # MiniLM on 80 questions is quicker without contention on 2 cores
 ) -> None:
     policy = tmp_path / "policy"
     spec = f"replay:data={replay_dir}:split=train:datasets=gsm8k,humaneval:limit=40"

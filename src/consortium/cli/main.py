@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import typer
@@ -50,9 +51,10 @@ def command() -> Any:
     return built
 
 
-def main() -> None:
+def main(args: Sequence[str] | None = None) -> None:
+    """Run `consortium ARGS` (the process's own arguments when None); always ends in SystemExit."""
     try:
-        command()(prog_name="consortium")
+        command()(args=None if args is None else list(args), prog_name="consortium")
     except ConsortiumError as error:
         err_console.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
         sys.exit(1)
