@@ -71,6 +71,8 @@ def records_tasks(
         if split not in (None, "all", part):
             continue
         meta: dict[str, Any] = {"records": folder}
+        if manifest.letters:  # the letters the import graded with, for every reader of the task
+            meta["letters"] = manifest.letters
         if manifest.answer_kind == "code" and row["reference"]:
             meta |= _code_meta(row["question"], row["reference"])
         seen[question_id] = Task(
