@@ -120,6 +120,23 @@ class ImportRecipe(BaseModel):
     limit: int | None = None
 
 
+class Sampling(BaseModel):
+    """What every call of a `consortium record` run was sent with, beside the question: a resume
+    must send the same (`records.recorder`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    samples: int = Field(ge=1)
+    """Samples per question and model."""
+    seed: Literal["sample"] = "sample"
+    """Sample k is sent with `seed=k`."""
+    temperature: float | None = None
+    """None: none sent, the endpoint's default."""
+    top_p: float | None = None
+    """None: none sent, the endpoint's default (`record` sends none)."""
+    max_tokens: dict[str, int] = Field(default_factory=dict)
+    """Per model, from the pool file."""
+
+
 class Manifest(BaseModel):
     """The header of a data set, readable without loading its rows."""
 
@@ -139,11 +156,14 @@ class Manifest(BaseModel):
     created_by: str
     recipe: ImportRecipe | None = None
     """Set by `records import-file` (absent in older manifests and other imports)."""
+    sampling: Sampling | None = None
+    """Set by `consortium record` (absent in older manifests and in imports)."""
 
     @model_serializer(mode="wrap")
-    def _recipe_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """A manifest without a recipe is written as before (no `recipe: null`)."""
+    def _optional_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A manifest without a recipe or sampling is written as before (no `recipe: null`)."""
         data: dict[str, Any] = handler(self)
-        if data.get("recipe") is None:
-            data.pop("recipe", None)
+        for name in ("recipe", "sampling"):
+            if data.get(name) is None:
+                data.pop(name, None)
         return data
