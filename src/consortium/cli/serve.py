@@ -95,6 +95,7 @@ def serve(
     from consortium.runtime.caller import Caller
     from consortium.runtime.store import TraceStore
     from consortium.runtime.trace_queue import TraceQueue
+    from consortium.serve.pool_reload import PoolFileWatch
     from consortium.serve.server import LOOPBACK, EnsembleServer
 
     token = os.environ.get(token_env) or None
@@ -109,22 +110,29 @@ def serve(
     store = TraceStore(traces)
     settings = {"policy": policy, "name": name, "substitutes": substitutes}
     run_id = store.start_run("serve", pool=str(pool), config=settings)
-    members = Pool(config)
-    traces_queue = TraceQueue(store)
+    queue = TraceQueue(store)
+    caller = Caller(Pool(config), store, run_id, telemetry=Telemetry.from_env(), traces=queue)
+
+    def log(line: str) -> None:
+        err_console.print(line, highlight=False, markup=False)
 
     async def close() -> None:
-        await members.aclose()
-        traces_queue.close()  # every queued row written before the run is marked finished
+        await caller.pool.aclose()  # the pool in use: a reload of the pool file may replace it
+        queue.close()  # every queued row written before the run is marked finished
         store.finish_run(run_id, "finished")
 
     server = EnsembleServer(
         coordinator,
-        Caller(members, store, run_id, telemetry=Telemetry.from_env(), traces=traces_queue),
+        caller,
         model_id=name,
         token=token,
         request_timeout=request_timeout,
         limits=Limits(max_calls=max_calls, max_tokens=max_tokens, max_cost=max_cost),
         on_close=close,
+        log=log,
+        pool_file=PoolFileWatch(
+            pool, lambda new: _served_coordinator(policy, new, seed, substitutes), log
+        ),
     )
     standing_in = ", ".join(f"{new} in place of {old}" for old, new in substitutes.items())
     err_console.print(

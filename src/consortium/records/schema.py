@@ -127,6 +127,23 @@ class ImportRecipe(BaseModel):
         return _without_unset(handler(self), "letters")
 
 
+class Sampling(BaseModel):
+    """What every call of a `consortium record` run was sent with, beside the question: a resume
+    must send the same (`records.recorder`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    samples: int = Field(ge=1)
+    """Samples per question and model."""
+    seed: Literal["sample"] = "sample"
+    """Sample k is sent with `seed=k`."""
+    temperature: float | None = None
+    """None: none sent, the endpoint's default."""
+    top_p: float | None = None
+    """None: none sent, the endpoint's default (`record` sends none)."""
+    max_tokens: dict[str, int] = Field(default_factory=dict)
+    """Per model, from the pool file."""
+
+
 class Manifest(BaseModel):
     """The header of a data set, readable without loading its rows."""
 
@@ -149,11 +166,13 @@ class Manifest(BaseModel):
     letters: str | None = None
     """The choice letters the import declared, which every reader of the folder grades with;
     None: each question's letters are read from its options (`consortium.tasks.choice`)."""
+    sampling: Sampling | None = None
+    """Set by `consortium record` (absent in older manifests and in imports)."""
 
     @model_serializer(mode="wrap")
     def _optional_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """A manifest without a recipe or declared letters is written as before (no `null`)."""
-        return _without_unset(handler(self), "recipe", "letters")
+        """A manifest without a recipe, declared letters or sampling is written as before."""
+        return _without_unset(handler(self), "recipe", "letters", "sampling")
 
 
 def _without_unset(data: dict[str, Any], *names: str) -> dict[str, Any]:
