@@ -89,7 +89,8 @@ def evaluate(
     ray_address: RayAddressOption = None,
     traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
-    """Score policies on a task set; print accuracy per dataset, calls, tokens and cost.
+    """Score policies on a task set; print accuracy per dataset, calls, tokens and $ per task,
+    and the run's totals.
 
     With a trained policy the table also holds every single model, random routing, the best single
     model and the per-question-best oracle, with in-distribution (ID) and out-of-distribution (OOD)

@@ -117,25 +117,21 @@ def to_rich(report: EvalReport, title: str = "", width: int = 100) -> Group:
         title=title or None,
         # Wrapped here: the CLI's console never breaks lines itself (paths stay whole).
         caption=textwrap.fill(
-            "means of the per-dataset accuracy in %; calls, tokens and $ per task (run "
-            f"totals below); pool: {report.pool}",
+            f"{_totals_line(report)} Means of the per-dataset accuracy in %; pool: {report.pool}",
             width,
             break_on_hyphens=False,  # a pool's path stays whole
         ),
         caption_justify="left",
-        show_footer=True,
     )
-    calls, tokens, cost, errors = run_totals(report)
     summary.add_column("#", justify="right", no_wrap=True)
-    summary.add_column("policy", "run total", overflow="fold", min_width=20)
+    summary.add_column("policy", overflow="fold", min_width=20)
     means = list(report.groups)
     if report.recorded:
         means.append("recorded")
-    for name in means:
+    # "calls/task" on two lines: the table fits 100 columns with every figure whole
+    for name in [*means, *(n.replace("/", "\n/", 1) for n in PER_TASK[:2]), PER_TASK[2]]:
         summary.add_column(name, justify="right", no_wrap=True)
-    totals = [f"{calls:,}", f"{tokens:,}", f"{cost:.4f}", str(errors)]
-    for name, total in zip([*PER_TASK, "errors"], totals, strict=True):
-        summary.add_column(name, total, justify="right", no_wrap=True)
+    summary.add_column("errors", justify="right", no_wrap=True)
     skipped = len(report.datasets)  # the per-dataset cells go to the second table
     for number, policy in enumerate(report.summaries, 1):
         row = _row(report, policy)
