@@ -15,10 +15,3 @@ STOP = "x-consortium-stop"
 ANSWER_HEADERS: tuple[str, ...] = (CALLS, MODELS, ROLES, COST, TASK, RUN, ANSWERED_BY, STOP)
 """Every header the server sets on an answer, in the order it sets them; a header not named here
 is not sent."""
-
-
-def listed() -> str:
-    """The headers as the help lists them: the first in full, the rest by their suffix."""
-    first, *rest = ANSWER_HEADERS
-    prefix = first[: first.rindex("-") + 1]
-    return ", ".join([first, *(f"-{name.removeprefix(prefix)}" for name in rest)])

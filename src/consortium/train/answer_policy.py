@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from consortium.coord.answers.folder import FOLDER_SCHEMA, AnswerPolicy, Figures, FittedOn
-from consortium.coord.answers.kinds import CHECKED_KINDS, RULE_KINDS, TURN_KINDS
+from consortium.coord.answers.kind_names import CHECKED_KINDS, RULE_KINDS, TURN_KINDS, check_kind
 from consortium.coord.answers.live import LIVE_KINDS
 from consortium.coord.answers.rules import Rule, SingleAnswer
 from consortium.coord.answers.trinity_turns import STOPS, TrinityTurns
@@ -158,9 +158,7 @@ def fit_answer_policy(
     sandbox checks (the report's cache: `consortium coordinate --cache`). `cost` is what the
     selection's cost is measured in (the figures stay in dollars). `stop` and `budget`: the
     trinity kind's stop rule and training budget."""
-    kinds = (*RULE_KINDS, *TURN_KINDS)
-    if kind not in kinds:
-        raise ConfigError(f"--kind: expected one of {', '.join(kinds)}, got {kind!r}")
+    check_kind(kind, (*RULE_KINDS, *TURN_KINDS))
     if stop not in STOPS:
         raise ConfigError(f"--stop: expected one of {', '.join(STOPS)}, got {stop!r}")
     if stop != "accept" and kind not in TURN_KINDS:
