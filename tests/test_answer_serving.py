@@ -35,7 +35,7 @@ from consortium.records.corpora import import_corpus
 from consortium.replay.launch import ReplayServerProcess, free_port
 from consortium.runtime.store import TraceStore
 from consortium.runtime.store_records import StageRecord
-from consortium.serve.server import HEADERS
+from consortium.serve.headers import ANSWER_HEADERS as HEADERS
 from consortium.train.answer_policy import fit_answer_policy
 from consortium.viewer.app import TraceViewer
 from tests.test_cli import cli, one_line_error
@@ -126,9 +126,9 @@ def test_a_vote_capped_at_one_call_answers_with_the_flag_and_the_trace_shows_its
     run_id, task_id = reply.headers["x-consortium-run"], reply.headers["x-consortium-task"]
     stages = store.task_stages(run_id, task_id)
     assert [(s["stage"], s["model"], s["status"]) for s in stages] == [
-        (0, FIRST, "answered"),
-        (0, "gpt-4", "refused"),
-        (0, "Llama-2-13B", "refused"),
+        (1, FIRST, "answered"),
+        (1, "gpt-4", "refused"),
+        (1, "Llama-2-13B", "refused"),
     ]
     first = stages[0]
     assert first["chosen"] and first["answer"] and first["answer"] in text
@@ -279,7 +279,7 @@ def test_a_scorer_cascade_traces_each_stage_with_the_scorers_probability(
     assert len(tasks) == 8
     for task in tasks:
         rows = [s for s in stages if s["task_id"] == task]
-        assert [s["stage"] for s in rows] == list(range(len(rows)))  # one model a stage
+        assert [s["stage"] for s in rows] == list(range(1, len(rows) + 1))  # one model a stage
         assert all(0 < s["score"] < 1 for s in rows if s["status"] == "answered")
         (chosen,) = [s for s in rows if s["chosen"]]
         stop = rows[-1]["decision"]

@@ -2,13 +2,14 @@
 
 `/v1/models` lists it; `/v1/chat/completions` runs the coordinator on the conversation (its last
 user message is the question; earlier turns come before it as context) and answers, whole or as
-server-sent events. Every answer says what it took: headers `x-consortium-calls`, `-models`,
-`-roles`, `-cost` (USD), `-task` and `-run` (the trace rows), `-failed` (the models whose calls
-failed: the answer was made without them), and the same under the body's `consortium` field;
-each failed call is one line of the server's log (model and kind of error, never the endpoint's
-message). Each request has its own budget and deadline; calls are traced as they complete. With a
-bearer token configured every request must carry it. With a `PoolFileWatch`, a pool file
-rewritten while the server runs is read again before the next request.
+server-sent events. Every answer says what it took in the headers of `serve.headers`
+(ANSWER_HEADERS: calls, models, roles, cost in USD, task and run of the trace rows, who answered
+and why the policy stopped, and the models whose calls failed: the answer was made without
+them), and the same under the body's `consortium` field; each failed call is one line of the
+server's log (model and kind of error, never the endpoint's message). Each request has its own
+budget and deadline; calls are traced as they complete. With a bearer token configured every
+request must carry it. With a `PoolFileWatch`, a pool file rewritten while the server runs is
+read again before the next request.
 """
 
 from __future__ import annotations
@@ -38,24 +39,13 @@ from consortium.core.wire import (
 )
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller, TaskCaller
+from consortium.serve import headers as names
 from consortium.serve.fastjson import FastJSONResponse, loads
 from consortium.serve.params import RequestFieldError, request_options
 from consortium.serve.pool_reload import PoolFileWatch
 from consortium.tasks.base import Task
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
-HEADERS = (
-    "x-consortium-calls",
-    "x-consortium-models",
-    "x-consortium-roles",
-    "x-consortium-cost",
-    "x-consortium-task",
-    "x-consortium-run",
-    "x-consortium-answered-by",
-    "x-consortium-stop",
-    "x-consortium-failed",
-)
-"""Every accounting header an answer may carry (the last three only where they apply)."""
 
 
 def question_of(messages: list[Any]) -> str:
@@ -256,7 +246,7 @@ class EnsembleServer:
                     run.cancel()
                 self._log_failed_calls([caller])
 
-        headers = {"x-consortium-task": caller.task_id, "x-consortium-run": self.caller.run_id}
+        headers = _named({names.TASK: caller.task_id, names.RUN: self.caller.run_id})
         return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
 
     async def _follow_pool_file(self) -> None:
@@ -329,20 +319,26 @@ def _decided(outcomes: Sequence[Outcome]) -> dict[str, Any]:
 def _headers(account: dict[str, Any]) -> dict[str, str]:
     """The accounting of one answer as response headers."""
     headers = {
-        "x-consortium-calls": str(account["calls"]),
-        "x-consortium-models": ",".join(account["models"]),
-        "x-consortium-roles": ",".join(account["roles"]),
-        "x-consortium-cost": f"{account['cost']:.8f}",
-        "x-consortium-task": account["task_id"],
-        "x-consortium-run": account["run_id"],
+        names.CALLS: str(account["calls"]),
+        names.MODELS: ",".join(account["models"]),
+        names.ROLES: ",".join(account["roles"]),
+        names.COST: f"{account['cost']:.8f}",
+        names.TASK: account["task_id"],
+        names.RUN: account["run_id"],
     }
     if "answered_by" in account:
-        headers["x-consortium-answered-by"] = ",".join(account["answered_by"])
+        headers[names.ANSWERED_BY] = ",".join(account["answered_by"])
     if "stop" in account:
-        headers["x-consortium-stop"] = "; ".join(account["stop"])
+        headers[names.STOP] = "; ".join(account["stop"])
     if "failed" in account:
-        headers["x-consortium-failed"] = ",".join(account["failed"])
-    return headers
+        headers[names.FAILED] = ",".join(account["failed"])
+    return _named(headers)
+
+
+def _named(headers: dict[str, str]) -> dict[str, str]:
+    """Only the headers ANSWER_HEADERS names (what the help lists is all a client gets), in its
+    order."""
+    return {name: headers[name] for name in names.ANSWER_HEADERS if name in headers}
 
 
 def _to_stderr(line: str) -> None:
