@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from consortium.coord.answers.folder import load_answer_policy, read_policy, write_policy
 from consortium.coord.answers.kinds import CHECKED_KINDS, RULE_KINDS
+from consortium.coord.answers.rules import Submit
 from consortium.coord.registry import pool_name
 from consortium.core.errors import ConfigError
 from consortium.evaluation.entry import EvalConfig, run_evaluation
@@ -162,6 +164,60 @@ def test_a_failed_escalation_keeps_the_cheap_vote_and_refused_calls_are_a_budget
     assert any(note.startswith("strong sample 0: ") for note in kept.notes)
     with pytest.raises(BudgetExceeded, match="every call refused"):
         asyncio.run(team.run(task, Caller(None, refuse=True)))  # type: ignore[arg-type]
+
+
+class _TracingCaller:
+    """A task caller whose every model answers "The answer is 7"; it keeps each call's turn and
+    the stages the policy traces."""
+
+    def __init__(self) -> None:
+        self.turns: list[int] = []
+        self.stages: list[Any] = []
+
+    async def call(self, model: str, messages: object, **params: Any) -> Any:
+        from consortium.core.types import Completion
+
+        self.turns.append(params["turn"])
+        return Completion("The answer is 7", model)
+
+    async def trace_stages(self, stages: list[Any]) -> None:
+        self.stages += stages
+
+
+@pytest.mark.parametrize(
+    ("threshold", "stop"),
+    [
+        (0.8, "stop: accepted at stage 2: scorer p 0.95 ≥ τ 0.80"),
+        (0.99, "stop: every stage asked: scorer p 0.95 < τ 0.99"),
+    ],
+)
+def test_a_cascade_numbers_its_stages_from_one_where_its_stop_reason_names_the_scorer_p(
+    threshold: float, stop: str
+) -> None:
+    """The stages table, the calls' turns and the stop reason count the same stages (from 1),
+    and the stop reason names the figure of the table's `scorer p` column it compared."""
+    import asyncio
+
+    from consortium.coord.answers.live import AnswerAwareCoordinator
+    from consortium.coord.answers.scored import ScorerCascade
+    from consortium.tasks.base import Task
+
+    unsure, sure = [0.0] * 11, [0.0] * 10 + [3.0]  # the constant's weight: p 0.50, then 0.95
+    rule = ScorerCascade(("a", "b"), ("a", "b"), threshold, (tuple(unsure), tuple(sure)))
+    caller = _TracingCaller()
+    team = AnswerAwareCoordinator(rule, "number", "cascade")
+    outcome = asyncio.run(team.run(Task("q", "What is 3 + 4?", "t", "test"), caller))  # type: ignore[arg-type]
+    assert [row.stage for row in caller.stages] == caller.turns == [1, 2]
+    assert stop in outcome.notes and caller.stages[-1].decision == stop
+    assert f"scorer p {caller.stages[-1].score:.2f} " in stop  # the column's figure
+
+
+def test_the_mot_cascade_names_the_agreement_it_accepted_at() -> None:
+    from consortium.coord.answers.rules import MotCascade, Seen
+
+    rule = MotCascade(("a", "b"), "strong", 0.6, {}, {"a": 1, "b": 1})
+    decision = rule.decide([Seen("a", 0, 1), Seen("b", 0, 1)])
+    assert decision == Submit(0, "accepted: agreement 1.00 ≥ τ 0.60")
 
 
 def test_a_policy_folder_of_another_schema_or_edited_badly_is_one_line(

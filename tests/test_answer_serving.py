@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,16 +29,17 @@ from consortium.coord.answers.stages import budget_stop, played_out
 from consortium.core.errors import ConfigError
 from consortium.core.tokens import estimate_tokens
 from consortium.evaluation.entry import EvalConfig, run_evaluation
-from consortium.pool.config import load_pool
+from consortium.pool.config import dump_pool, load_pool, parse_pool
 from consortium.records import load_records, write_records
 from consortium.records.corpora import import_corpus
-from consortium.replay.launch import ReplayServerProcess
+from consortium.replay.launch import ReplayServerProcess, free_port
 from consortium.runtime.store import TraceStore
 from consortium.runtime.store_records import StageRecord
+from consortium.serve.headers import ANSWER_HEADERS as HEADERS
 from consortium.train.answer_policy import fit_answer_policy
 from consortium.viewer.app import TraceViewer
 from tests.test_cli import cli, one_line_error
-from tests.test_serve import serving
+from tests.test_serve import serve_process, serving
 
 QUESTIONS = 60
 FIRST = "gpt-3.5-turbo"
@@ -124,9 +126,9 @@ def test_a_vote_capped_at_one_call_answers_with_the_flag_and_the_trace_shows_its
     run_id, task_id = reply.headers["x-consortium-run"], reply.headers["x-consortium-task"]
     stages = store.task_stages(run_id, task_id)
     assert [(s["stage"], s["model"], s["status"]) for s in stages] == [
-        (0, FIRST, "answered"),
-        (0, "gpt-4", "refused"),
-        (0, "Llama-2-13B", "refused"),
+        (1, FIRST, "answered"),
+        (1, "gpt-4", "refused"),
+        (1, "Llama-2-13B", "refused"),
     ]
     first = stages[0]
     assert first["chosen"] and first["answer"] and first["answer"] in text
@@ -160,6 +162,42 @@ def test_a_cost_cap_answers_with_what_fits_and_is_a_402_only_when_nothing_was_an
     assert nothing.status_code == 402, nothing.text
     assert "every call refused" in nothing.json()["error"]["message"]
     assert nothing.headers["x-consortium-calls"] == "0"
+
+
+def test_an_answer_made_without_a_dead_endpoint_names_it_and_the_server_logs_the_call(
+    records: Path, replay: Path, vote: Path, tmp_path: Path
+) -> None:
+    question, recorded = _question_and_texts(records)
+    data = tomllib.loads(replay.read_text())
+    key = "sk-planted-0123456789"  # what the dead model's endpoint is sent; never logged
+    for entry in data["models"]:
+        if entry["name"] == "gpt-4":  # its server is gone: nothing listens on the port
+            entry.update(base_url=f"http://127.0.0.1:{free_port()}/v1", max_retries=0)
+            entry["api_key_env"] = "CONSORTIUM_PLANTED_KEY"
+    pool = tmp_path / "pool.toml"
+    pool.write_text(dump_pool(parse_pool(data)))
+    planted = {"CONSORTIUM_PLANTED_KEY": key}
+    with serve_process(pool, tmp_path / "t.db", "--policy", str(vote), env=planted) as server:
+        url = f"{server.root}/v1"
+        reply = httpx.post(f"{url}/chat/completions", json=_ask_body(question), timeout=60)
+        _, account = _streamed(url, _ask_body(question, stream=True))
+        log = server.output()
+    assert reply.status_code == 200, reply.text
+    assert reply.headers["x-consortium-failed"] == "gpt-4"
+    sent = {name for name in reply.headers if name.startswith("x-consortium-")}
+    assert sent <= set(HEADERS) and len(sent) == len(HEADERS)  # all apply here; all listed
+    assert reply.headers["x-consortium-calls"] == "3"  # the failed call is counted, and named
+    answered = reply.headers["x-consortium-answered-by"]
+    assert answered != "gpt-4"
+    assert reply.json()["choices"][0]["message"]["content"] == recorded[(answered, 0)]
+    assert reply.json()["consortium"]["failed"] == ["gpt-4"] == account["failed"]
+    failures = [line for line in log.splitlines() if "failed" in line]
+    tasks = [reply.headers["x-consortium-task"], "req-"]
+    assert len(failures) == 2 and all(
+        line.startswith(task) and line.endswith(": call to gpt-4 failed (unreachable)")
+        for line, task in zip(failures, tasks, strict=True)
+    ), failures
+    assert key not in log
 
 
 def _renamed_policy(vote: Path, out: Path, names: dict[str, str]) -> Path:
@@ -241,7 +279,7 @@ def test_a_scorer_cascade_traces_each_stage_with_the_scorers_probability(
     assert len(tasks) == 8
     for task in tasks:
         rows = [s for s in stages if s["task_id"] == task]
-        assert [s["stage"] for s in rows] == list(range(len(rows)))  # one model a stage
+        assert [s["stage"] for s in rows] == list(range(1, len(rows) + 1))  # one model a stage
         assert all(0 < s["score"] < 1 for s in rows if s["status"] == "answered")
         (chosen,) = [s for s in rows if s["chosen"]]
         stop = rows[-1]["decision"]

@@ -69,7 +69,8 @@ def test_help_teaches_the_commands() -> None:
         assert command in result.stdout
     serve_help = cli("replay", "serve", "--help").stdout
     assert "--write-pool" in serve_help and "--exit-with-parent" not in serve_help  # internal
-    assert "workflow:judge-vote" in cli("ask", "--help", env={"COLUMNS": "200"}).stdout
+    ask_help = cli("ask", "--help", env={"COLUMNS": "200"}).stdout
+    assert "workflow:KIND" in ask_help and "judge-vote" in ask_help
     eval_help = cli("eval", "--help", env={"COLUMNS": "100"}).stdout
     assert "--no-baselines" in eval_help and "<bool>" not in eval_help  # a flag shows no type
     assert "<path>" in eval_help  # an option with a value does
@@ -298,3 +299,53 @@ def test_bad_task_files_are_one_clear_line(pool_file: Path, tmp_path: Path) -> N
             "eval", "--pool", str(pool_file), "--tasks", f"gsm8k:path={path}", "--traces", traces
         )
         one_line_error(result, expected)
+
+
+def in_terminal(args: list[str], columns: int) -> str:
+    """`consortium ARGS` in a pseudo-terminal `columns` wide: what its user reads (no colours)."""
+    import fcntl
+    import pty
+    import re
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    env = {**os.environ, "COLUMNS": str(columns), "NO_COLOR": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "consortium", *args],
+        stdin=follower, stdout=follower, stderr=follower, env=env, close_fds=True,
+    )  # fmt: skip
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal closed with the process
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    assert process.wait(timeout=120) == 0, b"".join(chunks).decode()
+    os.close(leader)
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode()).replace("\r", "")
+
+
+def test_traces_list_keeps_every_run_id_whole_in_80_columns(tmp_path: Path) -> None:
+    """`traces show` needs the id `traces list` prints: in a terminal 80 columns wide the other
+    columns give way (the pool first), never the id."""
+    from consortium.runtime.store import TraceStore
+
+    url = f"sqlite:///{tmp_path / 't.db'}"
+    store = TraceStore(url)
+    for kind in ("ask", "eval", "serve"):
+        store.start_run(kind, pool=str(tmp_path / "a-pool-file-in-a-folder-with-a-long-name.toml"))
+    shown = in_terminal(["traces", "list", "--traces", url], 80)
+    lines = shown.splitlines()
+    assert max(len(line) for line in lines) <= 80, shown
+    assert "…" not in shown
+    ids = [run["run_id"] for run in store.list_runs()]
+    assert [i for i in ids if any(f"│ {i} │" in line for line in lines)] == ids, shown
+    assert "pools: consortium traces show RUN" in shown
+    wide = in_terminal(["traces", "list", "--traces", url], 120)
+    assert all(i in wide for i in ids) and "┃ pool" in wide  # wide enough for the pool too

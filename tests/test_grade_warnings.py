@@ -5,7 +5,10 @@ first."""
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -116,3 +119,26 @@ def test_coordinate_and_the_training_task_set_say_so_first(
 
 def _consortium(*args: str) -> subprocess.CompletedProcess[str]:
     return cli(*args, env={"COLUMNS": "400"}, timeout=600)
+
+
+def test_the_warnings_hint_runs_as_printed(folders: tuple[Path, Path], tmp_path: Path) -> None:
+    """The command a warning names lists the disagreeing rows where it says, run as printed from
+    where the warning was printed."""
+    misread, _ = folders
+    shown = _consortium("records", "show", str(misread))
+    line = next(text for text in shown.stderr.splitlines() if text.startswith("warning:"))
+    hint = re.search(r"`(consortium [^`]+)` lists them in (\S+)$", line)
+    assert hint, line
+    command, listed = hint.groups()
+    words = shlex.split(command)
+    ran = subprocess.run(
+        [sys.executable, "-m", "consortium", *words[1:]],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    assert ran.returncode == 0, ran.stderr
+    rows = (tmp_path / listed).read_text().splitlines()
+    assert len(rows) > 1 and all(",m1," in r or ",m2," in r for r in rows[1:])
+    assert not Path(words[words.index("--report") + 1]).is_relative_to("reports")

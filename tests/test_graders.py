@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from consortium.coord.answers.reading import answer_reader
 from consortium.core.errors import TaskSpecError
+from consortium.records.grading import Verdict, grade_text
 from consortium.tasks.base import Task
 from consortium.tasks.choice import ChoiceGrader, extract_choice
 from consortium.tasks.loaders import build_tasks, read_hf, read_rows
@@ -50,6 +52,9 @@ def test_every_math500_reference_grades_right_and_a_perturbed_one_wrong() -> Non
         ("18", "She makes 9 * 2 = 18 dollars", True),
         ("18", "She makes 18 dollars, minus 1 = 17", False),
         ("\\frac{\\sqrt{3}}{2}", "\\boxed{\\frac{\\sqrt{3}}{2}}", True),
+        ("42", "The answer is indeed 42.", True),
+        ("3.5", "So the answer is about 3.5 hours", True),
+        ("43", "The answer is indeed 42.", False),
     ],
 )
 def test_math_equivalence(reference: str, answer: str, correct: bool) -> None:
@@ -61,8 +66,23 @@ def test_extraction_order() -> None:
     assert extract_answer("first 3, then \\boxed{\\frac{a}{b}} and 7") == ("\\frac{a}{b}", "boxed")
     assert extract_answer("x\n#### 42") == ("42", "####")
     assert extract_answer("The answer is $x^2$. Done") == ("x^2", "answer is")
+    # words around a stated number: the number, the last one; math stays whole
+    assert extract_answer("The answer is indeed 42.") == ("42", "answer is")
+    assert extract_answer("the answer is about 3.5 hours") == ("3.5", "answer is")
+    assert extract_answer("The answer is 12 - 4 = 8 dollars.") == ("8", "answer is")
+    assert extract_answer("The answer is 2 pi.") == ("2 pi", "answer is")
+    assert extract_answer("The answer is \\sqrt{2} cm") == ("\\sqrt{2} cm", "answer is")
     assert extract_answer("no numbers here") == (None, "none")
     assert not MathGrader().grade(Task("t", "q", "math", "test", "1"), "nothing").correct
+
+
+@pytest.mark.parametrize("text", ["The answer is indeed 42.", "So the answer is about 42 apples"])
+def test_every_number_reader_takes_the_stated_number(text: str) -> None:
+    """The import's grader, the live grader and an answer-aware policy's reader read alike."""
+    task = Task("t", "q", "gsm8k", "test", "42")
+    assert grade_text("number", "42", text) == Verdict("42", True)
+    assert MathGrader().grade(task, text).correct
+    assert answer_reader("number")(task, text) == "42"
 
 
 @pytest.mark.parametrize(

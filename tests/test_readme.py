@@ -105,6 +105,9 @@ def test_the_readme_runs_top_to_bottom(tmp_path: Path, replay_dir: Path) -> None
         r"(\S+:math) · answered by Llama-3\.1-70B-Instruct .*· 3 call\(s\)", run.stderr
     )
     assert asked, run.stderr[-3000:]
+    # why the cascade stopped, as the README quotes it
+    (quoted,) = re.findall(r"`(every stage asked: [^`]+)`", README)
+    assert f"(stop: {quoted})" in run.stderr, run.stderr[-3000:]
     cost = re.findall(r"\$(\d\.\d+) · run", run.stderr)
     assert 8 < float(cost[1]) / float(cost[0]) < 10  # "about nine times gemini's cost"
     assert "cascade `auto` picked" in " ".join(README.split()) and "cascade" in team["kind"]

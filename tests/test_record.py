@@ -15,13 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from consortium.pool.config import dump_pool
+from consortium.pool.config import dump_pool, load_pool
 from consortium.records import load_records, write_records
 from consortium.records.layouts import import_files
 from consortium.records.recorder import JOURNAL, STARTED
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
 from consortium.replay.records import load_records_replay
+from consortium.runtime.store import TraceStore
+from tests.test_cli import one_line_error
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = 8
@@ -95,6 +97,9 @@ def test_kill_9_then_resume_gives_the_uninterrupted_file(
     made = journal.read_bytes().count(b"\n")
     assert 6 <= made < QUESTIONS * 3, made
     assert not (out / "outputs.parquet").exists()
+    store = TraceStore(f"sqlite:///{tmp_path / 'traces.db'}")
+    statuses = {json.loads(r["config"])["out"]: r["status"] for r in store.list_runs()}
+    assert statuses == {str(tmp_path / "whole"): "finished", str(out): "interrupted"}
     refused = run(record_args(pool_file, recorded, out))
     assert refused.returncode == 1 and "pass --resume" in refused.stderr
     # the resume comes on a later day: the prices keep the date the run began
@@ -145,3 +150,42 @@ def test_samples_beyond_the_recorded_ones_are_failures_not_reuses(
     assert len(fourth) == QUESTIONS
     assert all(r["response"] is None and "samples exhausted" in r["error"] for r in fourth)
     assert f"{QUESTIONS} failed calls" in result.stdout
+
+
+def test_the_manifest_keeps_the_sampling_settings(
+    pool_file: Path, recorded: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "warm"
+    first = run(record_args(pool_file, recorded, out, "--temperature", "0.5"))
+    assert first.returncode == 0, first.stderr
+    sampling = load_records(out).manifest.sampling
+    assert sampling is not None
+    assert (sampling.samples, sampling.temperature, sampling.top_p) == (3, 0.5, None)
+    assert sampling.seed == "sample"  # sample k is sent with seed=k
+    pool = load_pool(pool_file)
+    assert sampling.max_tokens == {m.name: m.max_tokens for m in pool.models}
+    assert json.loads((out / "manifest.json").read_text())["sampling"]["temperature"] == 0.5
+
+
+def test_a_resume_with_other_sampling_settings_is_refused_and_appends_nothing(
+    pool_file: Path, recorded: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "warm"
+    first = run(record_args(pool_file, recorded, out, "--temperature", "0.5"))
+    assert first.returncode == 0, first.stderr
+    before = {name: (out / name).read_bytes() for name in (JOURNAL, "outputs.parquet")}
+    longer = tmp_path / "longer.toml"
+    longer.write_text(pool_file.read_text().replace("max_tokens = 1024", "max_tokens = 2048"))
+    refusals = {
+        ("--temperature", "0.2"): "--temperature 0.5, not 0.2",
+        (): "--temperature 0.5, not none (the endpoint's default)",
+    }
+    for extra, named in refusals.items():
+        refused = run(record_args(pool_file, recorded, out, "--resume", *extra))
+        one_line_error(refused, f"the journal was recorded with {named}; --resume must ask")
+    other_length = record_args(longer, recorded, out, "--resume", "--temperature", "0.5")
+    one_line_error(run(other_length), "max_tokens 1024 for gpt-4 in the pool file, not 2048")
+    assert {name: (out / name).read_bytes() for name in before} == before  # nothing appended
+    same = run(record_args(pool_file, recorded, out, "--resume", "--temperature", "0.5"))
+    assert same.returncode == 0, same.stderr
+    assert f"0 new, {QUESTIONS * 3} from the journal" in same.stdout

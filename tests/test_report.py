@@ -72,3 +72,22 @@ def test_markdown_keeps_the_one_wide_table() -> None:
     report = demo_like_report()
     header = next(line for line in to_markdown(report).splitlines() if line.startswith("| policy"))
     assert all(dataset in header for dataset in DATASETS) and "recorded mean" in header
+
+
+def test_calls_tokens_and_dollars_are_per_task_in_both_tables_with_the_run_total_below() -> None:
+    summaries = [
+        PolicySummary("single:a", {"gsm8k": 0.5}, 4, calls=4, tokens=400, cost=0.02, errors=0),
+        PolicySummary("team", {"gsm8k": 0.75}, 4, calls=10, tokens=1000, cost=0.1, errors=1),
+    ]
+    report = EvalReport("pool", "tasks", ["gsm8k"], summaries)
+    markdown = to_markdown(report).splitlines()
+    header = next(line for line in markdown if line.startswith("| policy"))
+    assert header.endswith("| calls/task | tokens/task | $/task | errors |")
+    assert "| team | 75.0 | 2.50 | 250 | 0.025000 | 1 |" in markdown
+    assert "Run total, every policy: 14 calls, 1,400 tokens, $0.1200." in markdown
+    out = io.StringIO()
+    Console(file=out, width=100, color_system=None, soft_wrap=True).print(to_rich(report))
+    text = out.getvalue()
+    rows = [line.replace("│", " ").split() for line in text.splitlines()]
+    assert ["2", "team", "2.50", "250", "0.025000", "1"] in rows
+    assert "Run total, every policy: 14 calls, 1,400 tokens, $0.1200." in " ".join(text.split())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,7 +17,7 @@ from consortium.pool.config import dump_pool
 from consortium.replay.data import ReplayData
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
-from consortium.runtime.launch import ChildServer
+from consortium.runtime.launch import ChildServer, free_port
 from consortium.runtime.store import TraceStore
 from tests.test_cli import cli, one_line_error
 
@@ -35,13 +36,25 @@ def pool_path(
     return path
 
 
+def serve_process(
+    pool: Path,
+    traces: Path,
+    *args: str,
+    token: str | None = None,
+    env: dict[str, str] | None = None,
+) -> ChildServer:
+    """`consortium serve` over `pool`, traced into `traces` (its log: `.output()`)."""
+    return ChildServer(
+        "serve", "--pool", str(pool), "--traces", f"sqlite:///{traces}", *args,
+        ready_path="/health", label="serve",
+        env={"CONSORTIUM_SERVE_TOKEN": token or "", **(env or {})},
+    )  # fmt: skip
+
+
 @contextmanager
 def serving(pool: Path, traces: Path, *args: str, token: str | None = None) -> Iterator[str]:
     """`consortium serve` over `pool`, traced into `traces`; yields its base URL."""
-    with ChildServer(
-        "serve", "--pool", str(pool), "--traces", f"sqlite:///{traces}", *args,
-        ready_path="/health", label="serve", env={"CONSORTIUM_SERVE_TOKEN": token or ""},
-    ) as server:  # fmt: skip
+    with serve_process(pool, traces, *args, token=token) as server:
         yield f"{server.root}/v1"
 
 
@@ -322,3 +335,72 @@ def test_a_single_model_policy_streams_tokens_as_the_model_makes_them(
     extra = last.model_extra if last is not None else None
     assert extra is not None and extra["consortium"]["calls"] == 1
     assert last is not None and last.usage is not None and last.usage.completion_tokens == tokens
+
+
+def _rewrite(path: Path, text: str) -> None:
+    """Replace the file at once, as a tool that writes a config file should."""
+    written = path.with_suffix(".partial")
+    written.write_text(text)
+    os.replace(written, path)
+
+
+def test_a_pool_file_rewritten_while_serving_is_followed_and_a_broken_one_is_one_line(
+    replay_server: ReplayServerProcess, replay_data: ReplayData, tmp_path: Path
+) -> None:
+    """The pool's servers came back on new ports (`consortium local start` rewrote the file):
+    the running server answers from them without a restart."""
+    dead = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    pool = tmp_path / "pool.toml"
+    moved = replay_pool(replay_data, dead, replay_data.models["split2"][:2], max_retries=0)
+    pool.write_text(dump_pool(moved))
+    models = moved.names
+    ask = {
+        "model": "consortium",
+        "messages": [{"role": "user", "content": recorded_question(replay_data)}],
+    }
+    with serve_process(pool, tmp_path / "t.db", "--policy", f"single:{models[0]}") as server:
+        url = f"{server.root}/v1/chat/completions"
+        before = httpx.post(url, json=ask, timeout=60)
+        assert before.status_code == 502 and "cannot reach" in before.text
+        live = replay_pool(
+            replay_data, replay_server.base_url, replay_data.models["split2"][:2], max_retries=0
+        )
+        _rewrite(pool, dump_pool(live))
+        after = httpx.post(url, json=ask, timeout=60)
+        assert after.status_code == 200, after.text
+        assert "x-consortium-failed" not in after.headers
+        _rewrite(pool, "[[models]]\nname = ")
+        for _ in range(2):
+            kept = httpx.post(url, json=ask, timeout=60)
+            assert kept.status_code == 200, kept.text
+        log = server.output().splitlines()
+    assert f"{before.headers['x-consortium-task']}: call to {models[0]} failed (unreachable)" in log
+    assert [line for line in log if "reloaded" in line] == [
+        f"pool file {pool} reloaded: new or changed: {', '.join(models)}"
+    ]
+    (broken,) = [line for line in log if "cannot be used" in line]
+    assert broken.startswith(f"{pool} changed but cannot be used; the pool read before stays: ")
+    assert "invalid TOML" in broken
+
+
+def test_a_reloaded_pool_keeps_the_agents_of_the_models_whose_entry_is_the_same() -> None:
+    from consortium.pool import Pool
+    from consortium.pool.config import parse_pool
+
+    def entry(name: str, port: int) -> dict[str, object]:
+        return {"name": name, "base_url": f"http://127.0.0.1:{port}/v1", "model": name}
+
+    pool = Pool(parse_pool({"models": [entry("a", 8001), entry("b", 8002), entry("c", 8003)]}))
+    moved, retired = pool.reloaded(parse_pool({"models": [entry("a", 8001), entry("b", 9002)]}))
+    assert moved.names == ["a", "b"]
+    assert moved.agents["a"] is pool.agents["a"]  # its connections and circuit carry on
+    assert moved.agents["b"] is not pool.agents["b"]
+    assert moved.model("b").base_url is not None and moved.model("b").base_url.port == 9002
+    assert retired == [pool.agents["b"], pool.agents["c"]]
+
+    async def close() -> None:
+        await moved.aclose()
+        for agent in retired:
+            await agent.aclose()
+
+    asyncio.run(close())

@@ -20,6 +20,7 @@ from consortium.replay.pool import replay_pool
 from consortium.runtime.store import TraceStore
 from consortium.runtime.store_records import CallRecord
 from tests.helpers import ReplayServers, untimed
+from tests.test_cli import cli
 
 
 def test_calls_round_trip(tmp_path: Path) -> None:
@@ -169,3 +170,43 @@ def test_a_run_ends_finished_failed_or_interrupted(tmp_path: Path) -> None:
     with store.running("eval", resume=run.run_id) as resumed:  # continues, starts nothing new
         assert resumed.run_id == run.run_id
     assert len(store.list_runs()) == 3
+
+
+def test_a_run_whose_process_died_lists_as_interrupted(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    opens = f"from consortium.runtime.store import TraceStore; store = TraceStore({url!r})"
+    owner = subprocess.Popen(
+        [sys.executable, "-c", f"{opens}; print(store.start_run('record'), flush=True); input()"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert owner.stdout is not None
+    run_id = owner.stdout.readline().strip()
+    store = TraceStore(url)
+    assert store.run(run_id)["status"] == "running"  # type: ignore[index]
+    os.kill(owner.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while store.run(run_id)["status"] == "running" and time.monotonic() < deadline:  # type: ignore[index]
+        time.sleep(0.05)  # not reaped yet: a zombie is gone too
+    assert store.run(run_id)["status"] == "interrupted"  # type: ignore[index]
+    owner.wait()
+    (listed,) = store.list_runs()
+    assert (listed["run_id"], listed["status"]) == (run_id, "interrupted")
+    shown = cli("traces", "list", "--traces", url)
+    assert shown.returncode == 0, shown.stderr
+    (row,) = [line for line in shown.stdout.splitlines() if run_id in line]
+    assert "interrupted" in row and "running" not in row
+    with sqlite3.connect(tmp_path / "runs.db") as db:  # the stored row is left as it was
+        assert db.execute("SELECT status FROM runs").fetchone() == ("running",)
+        # a pid reused by a later process is not the run's
+        db.execute("UPDATE runs SET pid = ?", (os.getpid(),))
+    assert store.run(run_id)["status"] == "interrupted"  # type: ignore[index]
+    with sqlite3.connect(tmp_path / "runs.db") as db:  # another host's run: taken at its word
+        db.execute("UPDATE runs SET host = 'another-host', pid = 1")
+    assert store.run(run_id)["status"] == "running"  # type: ignore[index]
+    mine = store.start_run("serve")  # this process's own run, alive
+    assert store.run(mine)["status"] == "running"  # type: ignore[index]
+    with store.running("eval", resume=run_id):  # a resume owns the run again
+        assert store.run(run_id)["status"] == "running"  # type: ignore[index]
+    assert store.run(run_id)["status"] == "finished"  # type: ignore[index]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -357,3 +358,61 @@ def test_a_judge_repeating_a_voters_reply_is_not_marked_as_returning_it() -> Non
     turns = html.split("<div class='turn")[1:]
     assert [bool(re.search("returned as the answer", t)) for t in turns] == [True, False, False]
     assert [t.startswith(" returned'") for t in turns] == [True, False, False]
+
+
+def _call(model: str, response: str, turn: int) -> dict[str, object]:
+    return {
+        "model": model, "role": "worker", "turn": turn, "response": response, "verdict": None,
+        "prompt_tokens": 5, "completion_tokens": 5, "cost": 0.0, "latency": 0.01,
+        "cached": False, "fallback_from": None, "error": None, "messages": "[]",
+    }  # fmt: skip
+
+
+def _stage(stage: int, model: str, answer: str | None, chosen: bool) -> dict[str, object]:
+    return {
+        "stage": stage, "model": model, "sample": 0, "status": "answered" if answer else "unread",
+        "answer": answer, "checked": None, "score": 0.46, "chosen": chosen,
+        "decision": "stop: every stage asked: scorer p 0.46 < τ 0.80" if stage == 2 else "asked",
+    }  # fmt: skip
+
+
+def test_the_answer_read_is_the_policys_reading_not_the_whole_reply() -> None:
+    """On a MATH task a cascade's reader took 400 from a boxed reply: the grade's "final answer
+    read" and each call's "extracted answer" say what its reader took, not the reply lowercased;
+    a reply whose answer only the grader reads (no stages, no "The answer is") shows none."""
+    from consortium.viewer.html import Palette
+    from consortium.viewer.transcript import policy_section
+
+    boxed = "Counting: 20 Ways Each, so the Total is $\\boxed{400}$."
+    calls = [_call("a", "No idea, Sorry.", 1), _call("b", boxed, 2)]
+    stages = [_stage(1, "a", None, False), _stage(2, "b", "400", True)]
+    result = {"answer": boxed, "correct": True, "reference": "400", "detail": "answer: 400"}
+    result |= {"error": None, "cost": 0.0, "calls": 2, "score": 1.0, "dataset": "math"}
+    result |= {"tokens": 20}
+    html = policy_section("scorer-cascade:math", calls, result, Palette(["a", "b"]), stages)
+    shown = r"(final answer read|extracted answer): <span class='extracted'>([^<]*)<"
+    read = re.findall(shown, html)
+    assert read == [
+        ("final answer read", "400"),
+        ("extracted answer", "none (the policy&#x27;s reader found no answer)"),
+        ("extracted answer", "400"),
+    ]
+    single = policy_section("single:b", calls[1:], result, Palette(["b"]))
+    assert "class='extracted'" not in single  # its grader's detail says what it read
+    stated = policy_section("single:a", [_call("a", "So. The answer is 4.", 1)], None, Palette([]))
+    assert "extracted answer: <span class='extracted'>4</span>" in stated
+
+
+def test_the_run_page_shows_its_settings_as_a_table(tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    store = TraceStore(f"sqlite:///{tmp_path / 't.db'}")
+    settings = {"policies": ["single:a", "my-team"], "substitutes": {"gpt-4": "mine"}}
+    run_id = store.start_run("eval", pool="p.toml", config={**settings, "concurrency": 32})
+    with TestClient(TraceViewer(store).app) as client:
+        page = client.get(f"/runs/{run_id}").text
+    assert "<table class='settings'>" in page
+    rows = re.findall(r"<tr><td>(\w+)</td><td><code>([^<]*)</code></td></tr>", page)
+    assert rows == [("policies", "single:a, my-team"), ("substitutes", "gpt-4 = mine"),
+                    ("concurrency", "32")]  # fmt: skip
+    assert "{&quot;" not in page  # no JSON dump

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from consortium.coord.spec_forms import POLICY_SPECS
 from consortium.core.errors import ConsortiumError
 from consortium.pool.config import load_pool
 from consortium.runtime.telemetry import Telemetry
@@ -36,11 +37,7 @@ def ask(
     ] = None,
     policy: Annotated[
         str | None,
-        typer.Option(
-            help="A policy spec: single:NAME, random, workflow:judge-vote|moa|debate|reflect, "
-            "conductor:NAME…, or a policy folder (`consortium train coordinator` or "
-            "`train trinity`)."
-        ),
+        typer.Option(help=f"What answers: {POLICY_SPECS}. Default: --model, else random."),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the random router.")] = 0,
     substitute: SubstituteOption = None,

@@ -22,6 +22,8 @@ from consortium.cli.options import (
     TracesOption,
     in_range,
 )
+from consortium.coord.spec_forms import POLICY_SPECS
+from consortium.tasks.forms import TASK_SPECS
 
 
 @app.command("eval")
@@ -29,19 +31,13 @@ def evaluate(
     pool: PoolOption,
     tasks: Annotated[
         str,
-        typer.Option(
-            "--tasks",
-            help="Task spec, e.g. gsm8k:path=FILE.jsonl:limit=100, arithmetic:n=20 or "
-            "replay:data=DIR:datasets=gsm8k,mmlu:split=test:limit=100 (docs/graders.md)",
-        ),
+        typer.Option("--tasks", help=f"The tasks: {TASK_SPECS} (docs/graders.md)."),
     ],
     policy: Annotated[
         list[str] | None,
         typer.Option(
-            help="single:NAME, random, conductor:NAME[:workers=a,b:recursion=1], "
-            "workflow:single|judge-vote|moa|debate|reflect[:models=a,b], or a policy folder "
-            "(`consortium train coordinator` or `train trinity`); repeatable. Default: every "
-            "single model and random."
+            help=f"What answers: {POLICY_SPECS}; repeatable. Default: every single model and "
+            "random."
         ),
     ] = None,
     baselines: Annotated[
@@ -89,7 +85,8 @@ def evaluate(
     ray_address: RayAddressOption = None,
     traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
-    """Score policies on a task set; print accuracy per dataset, calls, tokens and cost.
+    """Score policies on a task set; print accuracy per dataset, calls, tokens and $ per task,
+    and the run's totals.
 
     With a trained policy the table also holds every single model, random routing, the best single
     model and the per-question-best oracle, with in-distribution (ID) and out-of-distribution (OOD)

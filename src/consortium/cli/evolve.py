@@ -150,7 +150,7 @@ def evolve(
     Example (replay pool, RouterBench's 11 priced models; the train split halved into tuning and
     held-out tasks, the test split kept for the final comparison):
 
-      consortium evolve --pool replay.toml --out reports/evolve --rounds 5 \\
+      consortium evolve --pool replay.toml --out out/evolve --rounds 5 \\
         --tasks replay:data=DIR:source=routerbench:split=train \\
         --final replay:data=DIR:source=routerbench:split=test
     """

@@ -83,13 +83,19 @@ def record_command(
         MofNCompleteColumn(),
         TextColumn("{task.fields[spent]}"),
     )
-    with Progress(*columns, console=err_console, transient=True) as bar:
-        task = bar.add_task("record", total=None, spent="")
+    # shown from the first call on: a refusal before it is one line, not a bar's blank line
+    bar = Progress(*columns, console=err_console, transient=True)
+    task = bar.add_task("record", total=None, spent="")
 
-        def advance(done: int, total: int, spent: float) -> None:
-            bar.update(task, completed=done, total=total, spent=f"${spent:.4f}")
+    def advance(done: int, total: int, spent: float) -> None:
+        bar.start()  # once; later calls return at once
+        bar.update(task, completed=done, total=total, spent=f"${spent:.4f}")
 
+    try:
         result = record(request, advance)
+    finally:
+        if bar.live.is_started:
+            bar.stop()
     table = result.records.table
     console.print(
         f"{out}: {table.num_rows} outputs ({result.calls} new, {result.resumed} from the journal), "

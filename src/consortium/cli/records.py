@@ -43,7 +43,7 @@ def records_import(
 
     Example:
 
-      consortium records import --out records --report reports/records-import.md
+      consortium records import --out records --report out/records-import.md
     """
     from rich.progress import Progress, TaskID
 
@@ -132,7 +132,7 @@ def records_report(
 
     Example:
 
-      consortium records report records --report reports/records-import.md
+      consortium records report records --report out/records-import.md
     """
     from consortium.records.report import write_report
     from consortium.records.store import load_records

@@ -52,8 +52,8 @@ def records_import_file(
         Path | None,
         typer.Option(
             help="A TOML file with any of layout, dataset, kind, out, model, method, repo, "
-            "commit, licence, a \\[map] table and \\[\\[files]] tables (path, model); the "
-            "options given here win."
+            "commit, licence, letters, a \\[map] table and \\[\\[files]] tables (path, "
+            "model); the options given here win."
         ),
     ] = None,
     dataset: Annotated[str | None, typer.Option(help="The data set's name.")] = None,
@@ -81,6 +81,14 @@ def records_import_file(
         None
     ),
     licence: Annotated[str | None, typer.Option(help="The source's licence note.")] = None,
+    letters: Annotated[
+        str | None,
+        typer.Option(
+            help="kind choice: the letters the questions offer, e.g. ABCDEFGHIJ; the import "
+            "and every reader of the folder grade with them (default: read from each "
+            "question's options)."
+        ),
+    ] = None,
 ) -> None:
     """Import files as one data set, naming the data set, its answer kind and each file's model
     on the command line. The manifest keeps the recipe: `consortium records reimport OUT` runs it
@@ -119,6 +127,7 @@ def records_import_file(
         repo=repo,
         commit=commit,
         licence=licence,
+        letters=letters,
         files=[(path, model) for path in paths or []] + _file_options(files or []),
         field_map=_map_options(field_map or []),
     )
@@ -136,6 +145,7 @@ def records_import_file(
         repo=settings.repo or "unknown",
         commit=settings.commit or "unknown",
         licence=settings.licence or "not stated",
+        letters=settings.letters,
     )
     _write_imported(out_, manifest, rows)
 
@@ -154,6 +164,7 @@ class _ImportOptions:
     repo: str | None = None
     commit: str | None = None
     licence: str | None = None
+    letters: str | None = None
     files: list[tuple[Path, str | None]] = field(default_factory=list)
     field_map: dict[str, str] = field(default_factory=dict)
 
@@ -234,6 +245,7 @@ _CONFIG_KEYS = (
     "repo",
     "commit",
     "licence",
+    "letters",
     "files",
     "map",
 )
@@ -265,6 +277,7 @@ def _read_import_config(path: Path) -> _ImportOptions:
         repo=texts["repo"],
         commit=texts["commit"],
         licence=texts["licence"],
+        letters=texts["letters"],
         files=_config_files(path, data.get("files", [])),
         field_map=_config_map(path, data.get("map", {})),
     )

@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from consortium.coord.spec_forms import POLICY_SPECS
 from consortium.core.errors import ConsortiumError
 from consortium.pool.config import PoolConfig, load_pool
 from consortium.runtime.telemetry import Telemetry
+from consortium.serve import headers
 
 if TYPE_CHECKING:
     from consortium.coord.base import Coordinator
@@ -25,16 +27,26 @@ from consortium.cli.options import (
     in_range,
 )
 
+SERVE_HELP = f"""Serve the ensemble as one OpenAI-compatible model.
 
-@app.command()
+Any OpenAI client works unchanged (base_url http://HOST:PORT/v1, model NAME); each answer's
+headers ({", ".join(headers.ANSWER_HEADERS)}) say what it took, who answered and why the policy
+stopped, and every call is in the trace store.
+
+Example:
+
+  consortium serve --pool replay.toml --policy policies/trinity-replay --port 8000
+  curl localhost:8000/v1/chat/completions -d '{{"model": "consortium", "messages": […]}}'
+"""
+
+
+@app.command(help=SERVE_HELP)
 def serve(
     pool: PoolOption,
     policy: Annotated[
         str,
         typer.Option(
-            help="What answers: single:NAME, workflow:…, conductor:…, a policy folder "
-            "(`consortium train coordinator` or `train trinity`), or an evolve folder (its final "
-            "strategy)."
+            help=f"What answers: {POLICY_SPECS}, or an evolve folder (its final strategy)."
         ),
     ],
     host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")] = "127.0.0.1",
@@ -54,7 +66,7 @@ def serve(
         int | None,
         typer.Option(
             help="Cap on model calls per request; an answer-aware policy stops there with its "
-            "best answer so far (x-consortium-stop: budget hit after N calls).",
+            f"best answer so far ({headers.STOP}: budget hit after N calls).",
             callback=in_range("--max-calls", 0),
         ),
     ] = None,
@@ -74,17 +86,6 @@ def serve(
     substitute: SubstituteOption = None,
     traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
-    """Serve the ensemble as one OpenAI-compatible model.
-
-    Any OpenAI client works unchanged (base_url http://HOST:PORT/v1, model NAME); each answer's
-    headers (x-consortium-calls, -models, -roles, -cost, -task, -run) say what it took, and every
-    call is in the trace store.
-
-    Example:
-
-      consortium serve --pool replay.toml --policy policies/trinity-replay --port 8000
-      curl localhost:8000/v1/chat/completions -d '{"model": "consortium", "messages": […]}'
-    """
     import os
 
     import uvicorn
@@ -95,6 +96,7 @@ def serve(
     from consortium.runtime.caller import Caller
     from consortium.runtime.store import TraceStore
     from consortium.runtime.trace_queue import TraceQueue
+    from consortium.serve.pool_reload import PoolFileWatch
     from consortium.serve.server import LOOPBACK, EnsembleServer
 
     token = os.environ.get(token_env) or None
@@ -109,22 +111,29 @@ def serve(
     store = TraceStore(traces)
     settings = {"policy": policy, "name": name, "substitutes": substitutes}
     run_id = store.start_run("serve", pool=str(pool), config=settings)
-    members = Pool(config)
-    traces_queue = TraceQueue(store)
+    queue = TraceQueue(store)
+    caller = Caller(Pool(config), store, run_id, telemetry=Telemetry.from_env(), traces=queue)
+
+    def log(line: str) -> None:
+        err_console.print(line, highlight=False, markup=False)
 
     async def close() -> None:
-        await members.aclose()
-        traces_queue.close()  # every queued row written before the run is marked finished
+        await caller.pool.aclose()  # the pool in use: a reload of the pool file may replace it
+        queue.close()  # every queued row written before the run is marked finished
         store.finish_run(run_id, "finished")
 
     server = EnsembleServer(
         coordinator,
-        Caller(members, store, run_id, telemetry=Telemetry.from_env(), traces=traces_queue),
+        caller,
         model_id=name,
         token=token,
         request_timeout=request_timeout,
         limits=Limits(max_calls=max_calls, max_tokens=max_tokens, max_cost=max_cost),
         on_close=close,
+        log=log,
+        pool_file=PoolFileWatch(
+            pool, lambda new: _served_coordinator(policy, new, seed, substitutes), log
+        ),
     )
     standing_in = ", ".join(f"{new} in place of {old}" for old, new in substitutes.items())
     err_console.print(

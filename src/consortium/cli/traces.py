@@ -44,26 +44,33 @@ def traces_view(
     uvicorn.run(viewer.app, host=host, port=port, log_level="warning", access_log=False)
 
 
+WIDE = 100
+"""Columns from which `traces list` also shows each run's pool: narrower, the pool gives way and
+the run id stays whole (`traces show` needs it)."""
+
+
 @traces_app.command("list")
 def traces_list(traces: TracesOption = DEFAULT_TRACES) -> None:
     """The runs in the trace store, newest first."""
     from consortium.runtime.store import TraceStore
 
-    table = Table()
-    for column in ("run", "kind", "status", "started", "calls", "cost $"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("pool", overflow="fold")  # the one column that wraps
-    for run in TraceStore(traces).list_runs():
+    runs = TraceStore(traces).list_runs()
+    with_pool = console.width >= WIDE
+    table = Table(caption=None if with_pool else "pools: consortium traces show RUN")
+    widest = max((len(run["run_id"]) for run in runs), default=3)
+    table.add_column("run", no_wrap=True, min_width=widest)
+    for column in ("kind", "status"):
+        table.add_column(column, overflow="fold")
+    table.add_column("started", no_wrap=True)
+    for column in ("calls", "cost $"):
+        table.add_column(column, justify="right", no_wrap=True)
+    if with_pool:
+        table.add_column("pool", overflow="fold")
+    for run in runs:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run["started_at"]))
-        table.add_row(
-            run["run_id"],
-            run["kind"],
-            run["status"],
-            started,
-            str(run["calls"]),
-            dollars(run["cost"]),
-            run["pool"] or "",
-        )
+        cells = [run["run_id"], run["kind"], run["status"], started, str(run["calls"])]
+        cells += [dollars(run["cost"]), *([run["pool"] or ""] if with_pool else [])]
+        table.add_row(*cells)
     console.print(table)
 
 

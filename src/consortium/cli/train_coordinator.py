@@ -8,28 +8,13 @@ from typing import Annotated
 import typer
 
 from consortium.cli.app import console, train_app
+from consortium.coord.answers.kind_names import kinds_help
 from consortium.core.costs import CostMeasure
 
 
 @train_app.command("coordinator")
 def train_coordinator(
-    kind: Annotated[
-        str,
-        typer.Option(
-            help="auto (every kind below but trinity, fitted on train; the best train "
-            "accuracy is kept, ties to the cheaper), vote (every model, weighted by train "
-            "accuracy), scorer (every model; a logistic scorer of the answers' agreement, "
-            "fitted on train, picks), scorer-cascade "
-            "(FrugalGPT: models cheapest first, stop once the scorer is sure), model-switch "
-            "(models in train-accuracy order until two answers agree), mot-cascade (cheap "
-            "models' samples, escalate to a strong model when they disagree), single (the "
-            "best model), example-filter (code: models in order, a sample at a time, until a "
-            "program passes its docstring examples), filter-and-cluster (code: every model's "
-            "samples, the largest cluster of programs that pass and behave alike) or trinity "
-            "(multi-turn: each turn a head trained with sep-CMA-ES reads "
-            "the answers so far and picks a model as Worker or Verifier, or submits)."
-        ),
-    ],
+    kind: Annotated[str, typer.Option(help=kinds_help() + ".")],
     records: Annotated[
         Path, typer.Option(help="A records folder; the policy is fitted on its train split.")
     ],
@@ -77,22 +62,19 @@ def train_coordinator(
     """
     from consortium.cli.records import say_grade_warnings
     from consortium.coord.answers.folder import write_policy
+    from consortium.coord.answers.kind_names import FITTED_KINDS, check_kind
     from consortium.records.store import load_records
-    from consortium.train.answer_policy import fit_answer_policy
-    from consortium.train.best_kind import AUTO, fit_best_kind
+    from consortium.train.best_kind import fit_kind
 
+    check_kind(kind, FITTED_KINDS)  # before the records are read
     say_grade_warnings(load_records(records))
     command = f"consortium train coordinator --kind {kind} --records {records} --out {out}"
     command += f" --cost {cost}" if cost != "usd" else ""
     command += f" --stop {stop}" if stop != "accept" else ""
-    if kind == AUTO:
-        policy = fit_best_kind(
-            records, lam=lam, cost=cost, created_by=command, cache_dir=cache, say=console.print
-        )
-    else:
-        policy = fit_answer_policy(
-            kind, records, lam=lam, created_by=command, cost=cost, stop=stop, cache_dir=cache
-        )
+    policy = fit_kind(
+        kind, records, lam=lam, cost=cost, stop=stop, created_by=command, cache_dir=cache,
+        say=console.print,
+    )  # fmt: skip
     write_policy(out, policy)
     console.print(
         f"{policy.name}: {policy.selection}\n"

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from consortium.coord.base import Coordinator
+from consortium.coord.spec_forms import POLICY_SPECS
 from consortium.core.errors import (
     ConfigError,
     ConsortiumError,
@@ -14,11 +15,6 @@ from consortium.core.errors import (
     UnknownModelError,
 )
 from consortium.pool.config import PoolConfig
-
-POLICY_SPECS = (
-    "single:NAME, random, conductor:NAME[:workers=a,b:recursion=1], "
-    "workflow:single|judge-vote|moa|debate|reflect[:models=a,b] or a policy folder"
-)
 
 
 def build_coordinator(

@@ -34,6 +34,12 @@ def final_answer(text: str) -> str:
     return core if _IDENTIFIER.fullmatch(core) else core.lower()
 
 
+def stated_answer(text: str) -> str | None:
+    """`final_answer` of a text that states one ("... answer is X"); None for a text that does
+    not (its final answer would be the whole text)."""
+    return final_answer(text) if _STATED.search(text) else None
+
+
 def agree(first: str, second: str) -> bool:
     return final_answer(first) == final_answer(second)
 

@@ -37,10 +37,16 @@ class CoordinatorError(ConsortiumError, ValueError):
 class AgentError(ConsortiumError):
     """A backend call failed after its retries (HTTP error, timeout, bad response)."""
 
-    def __init__(self, model: str, message: str, *, status: int | None = None) -> None:
+    def __init__(
+        self, model: str, message: str, *, status: int | None = None, kind: str | None = None
+    ) -> None:
         super().__init__(f"model {model!r}: {message}")
         self.model = model
         self.status = status
+        self.kind = kind or (f"HTTP {status}" if status is not None else "failed")
+        """What went wrong in a few words (`HTTP 503`, `timeout`, `unreachable` …), without the
+        endpoint's own message: what a server's log may show (an endpoint's 401 message can
+        quote part of the key it was sent)."""
 
 
 class ClusterError(ConsortiumError):

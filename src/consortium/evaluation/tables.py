@@ -35,17 +35,38 @@ def _row(report: EvalReport, summary: PolicySummary) -> list[str]:
     cells += [
         f"{summary.calls / per_task:.2f}",
         f"{summary.tokens / per_task:.0f}",
-        f"{summary.cost:.4f}",
+        f"{summary.cost / per_task:.6f}",
         str(summary.errors),
     ]
     return cells
+
+
+PER_TASK = ["calls/task", "tokens/task", "$/task"]
+"""The spending columns: each a mean per task (the viewer's names); the run's totals go under the
+table."""
 
 
 def _header(report: EvalReport) -> list[str]:
     header = ["policy", *report.datasets, *(f"{name} mean" for name in report.groups)]
     if report.recorded:
         header.append("recorded mean")
-    return [*header, "calls/task", "tokens/task", "cost $", "errors"]
+    return [*header, *PER_TASK, "errors"]
+
+
+def run_totals(report: EvalReport) -> tuple[int, int, float, int]:
+    """Calls, tokens, $ and errors of every policy's tasks together."""
+    summaries = report.summaries
+    return (
+        sum(s.calls for s in summaries),
+        sum(s.tokens for s in summaries),
+        sum(s.cost for s in summaries),
+        sum(s.errors for s in summaries),
+    )
+
+
+def _totals_line(report: EvalReport) -> str:
+    calls, tokens, cost, _ = run_totals(report)
+    return f"Run total, every policy: {calls:,} calls, {tokens:,} tokens, ${cost:.4f}."
 
 
 def to_markdown(report: EvalReport) -> str:
@@ -61,6 +82,8 @@ def to_markdown(report: EvalReport) -> str:
         else "Accuracy in % per dataset.",
         "",
         *markdown_table(header, [_row(report, s) for s in report.summaries]),
+        "",
+        _totals_line(report),
     ]
     failures = failure_lines(report)
     if failures:
@@ -94,9 +117,9 @@ def to_rich(report: EvalReport, title: str = "", width: int = 100) -> Group:
         title=title or None,
         # Wrapped here: the CLI's console never breaks lines itself (paths stay whole).
         caption=textwrap.fill(
-            "means of the per-dataset accuracy in %; calls and tokens per task; "
-            f"pool: {report.pool}",
+            f"{_totals_line(report)} Means of the per-dataset accuracy in %; pool: {report.pool}",
             width,
+            break_on_hyphens=False,  # a pool's path stays whole
         ),
         caption_justify="left",
     )
@@ -105,8 +128,10 @@ def to_rich(report: EvalReport, title: str = "", width: int = 100) -> Group:
     means = list(report.groups)
     if report.recorded:
         means.append("recorded")
-    for name in [*means, "calls", "tokens", "cost $", "errors"]:
+    # "calls/task" on two lines: the table fits 100 columns with every figure whole
+    for name in [*means, *(n.replace("/", "\n/", 1) for n in PER_TASK[:2]), PER_TASK[2]]:
         summary.add_column(name, justify="right", no_wrap=True)
+    summary.add_column("errors", justify="right", no_wrap=True)
     skipped = len(report.datasets)  # the per-dataset cells go to the second table
     for number, policy in enumerate(report.summaries, 1):
         row = _row(report, policy)

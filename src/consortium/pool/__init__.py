@@ -42,6 +42,19 @@ class Pool:
     def model(self, name: str) -> ModelConfig:
         return self.config.get(name)
 
+    def reloaded(self, config: PoolConfig) -> tuple[Pool, list[Agent]]:
+        """A pool of `config` that keeps this pool's agent of every model whose entry is the
+        same (its connections, its circuit), and the agents it no longer uses: the caller closes
+        them once no call is left on them."""
+        kept = {
+            entry.name: self.agents[entry.name]
+            for entry in config.models
+            if entry.name in self.agents and entry in self.config.models
+        }
+        agents = {m.name: kept.get(m.name) or build_agent(m) for m in config.models}
+        retired = [agent for name, agent in self.agents.items() if kept.get(name) is not agent]
+        return Pool(config, agents), retired
+
     async def aclose(self) -> None:
         for agent in self.agents.values():
             await agent.aclose()

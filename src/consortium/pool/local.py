@@ -104,9 +104,13 @@ class LocalAgent:
                 asyncio.to_thread(self._generate, messages, params), self.config.timeout
             )
         except TimeoutError:
-            raise AgentError(self.name, f"no answer within {self.config.timeout:g}s") from None
+            raise AgentError(
+                self.name, f"no answer within {self.config.timeout:g}s", kind="timeout"
+            ) from None
         except (RuntimeError, ValueError) as error:
-            raise AgentError(self.name, f"generation failed: {error}") from None
+            raise AgentError(
+                self.name, f"generation failed: {error}", kind="generation failed"
+            ) from None
         if on_delta is not None:
             on_delta(completion.text)
         return completion

@@ -49,6 +49,7 @@ class OpenAIAgent:
                 self.name,
                 f"circuit open after {self.breaker.failures} failures in a row; "
                 f"next try in {self.breaker.retry_in():.0f}s",
+                kind="circuit open",
             )
         try:
             completion = await self._chat_retrying_broken(messages, **params)
@@ -71,7 +72,9 @@ class OpenAIAgent:
                 return await self._chat_once(messages, **params)
             except _BrokenResponse as broken:
                 if attempt == self.config.max_retries:
-                    raise AgentError(self.name, f"{broken} ({attempt + 1} attempts)") from None
+                    raise AgentError(
+                        self.name, f"{broken} ({attempt + 1} attempts)", kind="malformed answer"
+                    ) from None
                 await asyncio.sleep(0.05 * 2**attempt * (0.5 + random.random()))
         raise AssertionError("unreachable")
 
@@ -89,10 +92,13 @@ class OpenAIAgent:
                 raise AgentError(
                     self.name,
                     f"timed out after {self.config.timeout:g}s ({self.config.max_retries} retries)",
+                    kind="timeout",
                 ) from None
             except openai.APIConnectionError as error:
                 raise AgentError(
-                    self.name, f"cannot reach {self.config.base_url}: {error.message}"
+                    self.name,
+                    f"cannot reach {self.config.base_url}: {error.message}",
+                    kind="unreachable",
                 ) from None
             except (json.JSONDecodeError, openai.APIResponseValidationError):
                 raise _BrokenResponse("the endpoint returned a malformed body") from None

@@ -7,8 +7,10 @@ the data set, the model, both accuracies and the commonest kind of disagreement.
 
 from __future__ import annotations
 
+import shlex
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 from consortium.records.store import Records
 
@@ -27,13 +29,19 @@ class GradeWarning:
     commonest: str
     """The commonest disagreement, in words ('ours read no answer in 312 rows the source marks
     right')."""
+    folder: str
+    """The records folder, as it was named."""
 
     def line(self) -> str:
+        """The warning, with the command that lists the rows, runnable as printed."""
+        report = f"{Path(self.folder)}-grades.md"  # beside the folder, never a committed report
         return (
             f"warning: {self.dataset} / {self.model}: our grades and the source's agree on "
             f"{self.agreement:.1f}% of {self.compared} rows (ours {self.ours:.1f}% right, source "
-            f"{self.source:.1f}%): {self.commonest}; read the rows in the import table's "
-            "disagreements file (`consortium records report`) before training on these verdicts"
+            f"{self.source:.1f}%): {self.commonest}; read those rows before training on these "
+            f"verdicts: `consortium records report {shlex.quote(str(Path(self.folder)))} "
+            f"--report {shlex.quote(report)}` lists them in "
+            f"{report.removesuffix('.md')}-disagreements.csv"
         )
 
 
@@ -79,6 +87,7 @@ def grade_warnings(records: Records, floor: float = AGREEMENT_FLOOR) -> list[Gra
                 ours=100.0 * sum(ours for _, ours, _ in rows) / len(rows),
                 source=100.0 * sum(theirs for _, _, theirs in rows) / len(rows),
                 commonest=kind.format(count),
+                folder=str(records.folder),
             )
         )
     return warnings

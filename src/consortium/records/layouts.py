@@ -18,6 +18,7 @@ from consortium.records.importers.motcascade import read_motcascade
 from consortium.records.importers.rereading import read_rereading
 from consortium.records.importers.routerbench import load_mbpp_tests, read_routerbench
 from consortium.records.importers.split2 import read_split2
+from consortium.records.letters import checked_letters, declare_letters
 from consortium.records.rows import OutputRow
 from consortium.records.schema import AnswerKind, ImportRecipe, Manifest, RecipeFile
 
@@ -71,13 +72,19 @@ def import_files(
     licence: str = "not stated",
     created_by: str = "consortium records import-file",
     limit: int | None = None,
+    letters: str | None = None,
 ) -> tuple[Manifest, list[OutputRow]]:
     """`paths` hold `model`'s outputs, `files` pair each path with its own model; the manifest
-    keeps the recipe (absolute paths) that `consortium records reimport` runs again."""
+    keeps the recipe (absolute paths) that `consortium records reimport` runs again. `letters`
+    declares a choice data set's letters (checked against every question's options)."""
     if layout not in LAYOUTS:
         raise RecordsError(f"unknown layout {layout!r}; known: {', '.join(LAYOUTS)}")
     if field_map and layout != FIELDS_LAYOUT:
         raise RecordsError(f"a field map (--map) is for --layout {FIELDS_LAYOUT}, not {layout}")
+    if letters is not None:
+        if kind != "choice":
+            raise RecordsError(f"--letters is for --kind choice, not {kind}")
+        letters = checked_letters(letters)
     pairs = [(path, model) for path in paths] + [(path, m or model) for path, m in files]
     if not pairs:
         raise RecordsError("no source files given")
@@ -85,6 +92,8 @@ def import_files(
     imported = [read(path, m, method, mbpp_tests) for path, m in pairs]
     if layout == FIELDS_LAYOUT:
         check_aligned(imported, field_map or {})
+    if letters is not None:
+        imported = [declare_letters(source, letters) for source in imported]
     parts = [
         Part(source, repo, commit, path.parent)
         for source, (path, _) in zip(imported, pairs, strict=True)
@@ -104,9 +113,11 @@ def import_files(
         commit=commit,
         licence=licence,
         limit=limit,
+        letters=letters,
     )
     notes = list(dict.fromkeys(manifest.notes))  # each file's reader states the same choices
-    return manifest.model_copy(update={"recipe": recipe, "notes": notes}), rows
+    update = {"recipe": recipe, "notes": notes, "letters": letters}
+    return manifest.model_copy(update=update), rows
 
 
 def reimport(recipe: ImportRecipe) -> tuple[Manifest, list[OutputRow]]:
@@ -123,4 +134,5 @@ def reimport(recipe: ImportRecipe) -> tuple[Manifest, list[OutputRow]]:
         commit=recipe.commit,
         licence=recipe.licence,
         limit=recipe.limit,
+        letters=recipe.letters,
     )

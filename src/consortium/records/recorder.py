@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from consortium.core.answers import final_answer
 from consortium.core.errors import AgentError
 from consortium.core.tokens import estimate_tokens
@@ -32,6 +34,7 @@ from consortium.records.schema import (
     AnswerKind,
     Manifest,
     Price,
+    Sampling,
     Source,
     SourceFile,
 )
@@ -47,6 +50,8 @@ from consortium.tasks.math import extract_answer
 JOURNAL = "journal.jsonl"
 STARTED = "journal.started"
 """The date the run began: the prices' date in the manifest, the same after a resume."""
+SETTINGS = "journal.sampling.json"
+"""What the journal's calls were sent with (`Sampling`): a resume must send the same."""
 Key = tuple[str, str, int]
 Progress = Callable[[int, int, float], None]
 """(calls done, calls in all, USD spent)."""
@@ -296,6 +301,60 @@ def _started_date(path: Path) -> str:
     return today
 
 
+def _sampling(request: RecordRequest, configs: list[ModelConfig]) -> Sampling:
+    """What this run sends with each call (`_Recorder.call`; `max_tokens` is the pool's)."""
+    return Sampling(
+        samples=request.samples,
+        temperature=request.temperature,
+        max_tokens={c.name: c.max_tokens for c in configs},
+    )
+
+
+def _journal_sampling(out: Path, asked: Sampling) -> Sampling:
+    """The settings of the journal's calls: those asked for, written at the first start; on a
+    resume each call must be sent as the stored ones say (else a RecordsError naming each
+    difference, before any call). `samples` may change: sample k is the same call whatever their
+    number, so more extend the folder and fewer make a part of it. A journal written before the
+    settings were kept takes those asked for."""
+    path = out / SETTINGS
+    stored = asked
+    if (out / JOURNAL).exists() and path.exists():
+        try:
+            stored = Sampling.model_validate_json(path.read_bytes())
+        except ValidationError as error:
+            raise RecordsError(f"{path}: damaged ({error.errors()[0]['msg']})") from None
+    differences = _differences(stored, asked)
+    if differences:
+        raise RecordsError(
+            f"{out}: the journal was recorded with {'; '.join(differences)}; --resume must ask "
+            "the same (or write to another --out)"
+        )
+    merged = asked.model_copy(update={"max_tokens": stored.max_tokens | asked.max_tokens})
+    path.write_text(merged.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return merged
+
+
+def _differences(stored: Sampling, asked: Sampling) -> list[str]:
+    """Each setting a call of `asked` is sent with otherwise than under `stored`, as
+    'SETTING OLD, not NEW'."""
+
+    def shown(value: float | None) -> str:
+        return "none (the endpoint's default)" if value is None else f"{value:g}"
+
+    labels = {"temperature": "--temperature", "top_p": "top_p"}
+    found = [
+        f"{label} {shown(getattr(stored, name))}, not {shown(getattr(asked, name))}"
+        for name, label in labels.items()
+        if getattr(stored, name) != getattr(asked, name)
+    ]
+    found += [
+        f"max_tokens {stored.max_tokens[name]} for {name} in the pool file, not {tokens}"
+        for name, tokens in asked.max_tokens.items()
+        if stored.max_tokens.get(name, tokens) != tokens
+    ]
+    return found
+
+
 def record(request: RecordRequest, progress: Progress | None = None) -> RecordResult:
     """Run the calls not yet journaled, then write the folder (manifest + outputs.parquet)."""
     if request.samples < 1:
@@ -309,6 +368,7 @@ def record(request: RecordRequest, progress: Progress | None = None) -> RecordRe
             f"{journal} exists: pass --resume to continue that run, or another --out"
         )
     out.mkdir(parents=True, exist_ok=True)
+    sampling = _journal_sampling(out, _sampling(request, configs))
     started = _started_date(out / STARTED)
     done = read_journal(journal)
     resumed = len(done)
@@ -318,7 +378,12 @@ def record(request: RecordRequest, progress: Progress | None = None) -> RecordRe
         asyncio.run(recorder.run(configs, done, journal))
     else:
         store = TraceStore(request.traces)
-        config = {"out": str(out), "samples": request.samples, "models": names}
+        config = {
+            "out": str(out),
+            "samples": request.samples,
+            "temperature": request.temperature,
+            "models": names,
+        }
         try:
             with store.running("record", pool=request.pool_source, config=config) as run:
                 run_id = run.run_id
@@ -327,7 +392,39 @@ def record(request: RecordRequest, progress: Progress | None = None) -> RecordRe
                 run.summary = {"calls": recorder.done - resumed, "resumed": resumed}
         finally:
             store.close()
-    manifest = Manifest(
+    kept = {name: sampling.max_tokens[name] for name in names}
+    manifest = _manifest(
+        request, recorder, configs, started, sampling.model_copy(update={"max_tokens": kept})
+    )
+    wanted = {
+        (task.id, name, sample)
+        for task in request.tasks.tasks
+        for name in names
+        for sample in range(request.samples)
+    }
+    # a journal may hold calls of a larger run (other models, more samples): not this folder's
+    rows = [done[key] for key in sorted(done) if key in wanted]
+    records = write_records(out, manifest, rows)
+    return RecordResult(
+        records,
+        len(done) - resumed,
+        resumed,
+        recorder.skipped,
+        recorder.spent,
+        sum(row.error is not None for row in rows),
+        journal,
+        run_id=run_id,
+    )
+
+
+def _manifest(
+    request: RecordRequest,
+    recorder: _Recorder,
+    configs: list[ModelConfig],
+    started: str,
+    sampling: Sampling,
+) -> Manifest:
+    return Manifest(
         schema_version=SCHEMA_VERSION,
         dataset=recorder.dataset,
         answer_kind=recorder.kind,
@@ -353,30 +450,12 @@ def record(request: RecordRequest, progress: Progress | None = None) -> RecordRe
             )
             for c in configs
         },
-        models=names,
+        models=[c.name for c in configs],
         questions=len(request.tasks.tasks),
         notes=[
             f"{request.samples} samples per question and model; sample k sent with seed=k",
             "cost = tokens (as the endpoint reported them, else estimated) × the pool's prices",
         ],
         created_by=request.created_by,
-    )
-    wanted = {
-        (task.id, name, sample)
-        for task in request.tasks.tasks
-        for name in names
-        for sample in range(request.samples)
-    }
-    # a journal may hold calls of a larger run (other models, more samples): not this folder's
-    rows = [done[key] for key in sorted(done) if key in wanted]
-    records = write_records(out, manifest, rows)
-    return RecordResult(
-        records,
-        len(done) - resumed,
-        resumed,
-        recorder.skipped,
-        recorder.spent,
-        sum(row.error is not None for row in rows),
-        journal,
-        run_id=run_id,
+        sampling=sampling,
     )

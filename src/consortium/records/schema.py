@@ -118,6 +118,30 @@ class ImportRecipe(BaseModel):
     commit: str = "unknown"
     licence: str = "not stated"
     limit: int | None = None
+    letters: str | None = None
+    """The choice letters declared (`--letters`); None: read from each question."""
+
+    @model_serializer(mode="wrap")
+    def _letters_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A recipe without declared letters is written as before (no `letters: null`)."""
+        return _without_unset(handler(self), "letters")
+
+
+class Sampling(BaseModel):
+    """What every call of a `consortium record` run was sent with, beside the question: a resume
+    must send the same (`records.recorder`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    samples: int = Field(ge=1)
+    """Samples per question and model."""
+    seed: Literal["sample"] = "sample"
+    """Sample k is sent with `seed=k`."""
+    temperature: float | None = None
+    """None: none sent, the endpoint's default."""
+    top_p: float | None = None
+    """None: none sent, the endpoint's default (`record` sends none)."""
+    max_tokens: dict[str, int] = Field(default_factory=dict)
+    """Per model, from the pool file."""
 
 
 class Manifest(BaseModel):
@@ -139,11 +163,20 @@ class Manifest(BaseModel):
     created_by: str
     recipe: ImportRecipe | None = None
     """Set by `records import-file` (absent in older manifests and other imports)."""
+    letters: str | None = None
+    """The choice letters the import declared, which every reader of the folder grades with;
+    None: each question's letters are read from its options (`consortium.tasks.choice`)."""
+    sampling: Sampling | None = None
+    """Set by `consortium record` (absent in older manifests and in imports)."""
 
     @model_serializer(mode="wrap")
-    def _recipe_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """A manifest without a recipe is written as before (no `recipe: null`)."""
-        data: dict[str, Any] = handler(self)
-        if data.get("recipe") is None:
-            data.pop("recipe", None)
-        return data
+    def _optional_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A manifest without a recipe, declared letters or sampling is written as before."""
+        return _without_unset(handler(self), "recipe", "letters", "sampling")
+
+
+def _without_unset(data: dict[str, Any], *names: str) -> dict[str, Any]:
+    for name in names:
+        if data.get(name) is None:
+            data.pop(name, None)
+    return data

@@ -16,6 +16,7 @@ from consortium.records.split import split_of
 from consortium.records.store import load_records
 from consortium.tasks.base import Grade, Task, TaskSet
 from consortium.tasks.code import entry_point
+from consortium.tasks.forms import RECORDS
 from consortium.tasks.spec import TaskSpec
 
 
@@ -71,6 +72,8 @@ def records_tasks(
         if split not in (None, "all", part):
             continue
         meta: dict[str, Any] = {"records": folder}
+        if manifest.letters:  # the letters the import graded with, for every reader of the task
+            meta["letters"] = manifest.letters
         if manifest.answer_kind == "code" and row["reference"]:
             meta |= _code_meta(row["question"], row["reference"])
         seen[question_id] = Task(
@@ -80,7 +83,7 @@ def records_tasks(
 
 
 def records_task_set(spec: TaskSpec) -> TaskSet:
-    spec.check_keys({"path", "split", "limit", "seed"})
+    spec.check_keys(RECORDS.keys)
     path = spec.get("path")
     if not path:
         raise TaskSpecError("--tasks records: give path=FOLDER (a records folder)")

@@ -20,6 +20,7 @@ from consortium.replay.data import (
     reference_token,
 )
 from consortium.tasks.base import Grade, Task, TaskSet
+from consortium.tasks.forms import REPLAY
 from consortium.tasks.recorded import P_CORRECT
 from consortium.tasks.spec import TaskSpec
 
@@ -102,7 +103,7 @@ class ReplayGrader:
 
 def replay_task_set(spec: TaskSpec) -> TaskSet:
     """`replay:data=DIR:source=split2:datasets=a,b:split=test:limit=N:seed=0`."""
-    spec.check_keys({"data", "source", "datasets", "split", "limit", "seed"})
+    spec.check_keys(REPLAY.keys)
     data_dir = spec.get("data") or os.environ.get(REPLAY_DATA_ENV)
     if not data_dir:
         raise TaskSpecError(

@@ -84,6 +84,8 @@ class CallSummary:
     completion_tokens: int
     cost: float
     failed: bool = False
+    error_kind: str | None = None
+    """Why a failed call failed, in a few words (`AgentError.kind`: `HTTP 503`, `unreachable` …)."""
 
 
 class TaskCaller:
@@ -209,7 +211,9 @@ class TaskCaller:
                 except AgentError as error:
                     self.budget.settle(reservation, 0, 0.0, made=True)
                     record.error = reason(error)
-                    self.made.append(CallSummary(model, role, 0, 0, 0.0, failed=True))
+                    self.made.append(
+                        CallSummary(model, role, 0, 0, 0.0, failed=True, error_kind=error.kind)
+                    )
                     await self.run.trace(record)
                     raise
                 if self.run.cache and key:

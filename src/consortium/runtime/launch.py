@@ -58,8 +58,7 @@ class ChildServer:
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                self._log.seek(0)
-                stderr = self._log.read().decode(errors="replace")
+                stderr = self.output()
                 raise ConsortiumError(f"{self.label} exited at start: {stderr.strip()[-500:]}")
             try:
                 if httpx.get(f"{self.root}{self.ready_path}", timeout=1.0).status_code == 200:
@@ -69,6 +68,12 @@ class ChildServer:
             time.sleep(0.1)
         self.stop()
         raise ConsortiumError(f"{self.label} did not start within {self.startup_timeout:g}s")
+
+    def output(self) -> str:
+        """What the server wrote to stderr so far (read without moving the offset the server
+        writes at: the file is shared with it)."""
+        size = os.fstat(self._log.fileno()).st_size
+        return os.pread(self._log.fileno(), size, 0).decode(errors="replace")
 
     def stop(self) -> None:
         if self._process is not None and self._process.poll() is None:

@@ -23,6 +23,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
 from consortium.core.errors import ConfigError
+from consortium.runtime.liveness import this_process, with_liveness
 from consortium.runtime.store_records import CallRecord, ResultRecord, StageRecord
 from consortium.runtime.store_tables import INDEXES, calls, metadata, results, runs, stages
 
@@ -88,6 +89,11 @@ def task_rows(engine: Engine, table: Table, run_id: str, task_id: str) -> list[d
         return [dict(row._mapping) for row in db.execute(query)]
 
 
+def _owned_here() -> dict[str, Any]:
+    owner = this_process()
+    return {"host": owner.host, "pid": owner.pid, "pid_token": owner.token}
+
+
 class TraceStore:
     def __init__(self, url: str = DEFAULT_TRACES) -> None:
         self.url = url
@@ -120,7 +126,7 @@ class TraceStore:
 
     def _add_missing_columns(self) -> None:
         """Stores written by an earlier version lack newer nullable columns; add them."""
-        for table in (calls, results, stages):
+        for table in (runs, calls, results, stages):
             existing = {c["name"] for c in inspect(self.engine).get_columns(table.name)}
             with self.engine.begin() as db:
                 for column in table.columns:
@@ -131,6 +137,8 @@ class TraceStore:
                         )
 
     def start_run(self, kind: str, *, pool: str = "", config: dict[str, Any] | None = None) -> str:
+        """A new run, `running`, owned by this process (its status reads `interrupted` once the
+        process is gone without finishing it)."""
         run_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
         with self.engine.begin() as db:
             db.execute(
@@ -141,9 +149,19 @@ class TraceStore:
                     status="running",
                     pool=pool,
                     config=json.dumps(config or {}),
+                    **_owned_here(),
                 )
             )
         return run_id
+
+    def resume_run(self, run_id: str) -> None:
+        """An earlier run continued by this process: `running` again, and owned by it."""
+        with self.engine.begin() as db:
+            db.execute(
+                update(runs)
+                .where(runs.c.run_id == run_id)
+                .values(status="running", finished_at=None, **_owned_here())
+            )
 
     @contextmanager
     def running(
@@ -158,6 +176,8 @@ class TraceStore:
         block ends, `interrupted` on Ctrl-C, `failed` on any other exception (the calls and
         results it finished stay stored). `resume` continues an existing run instead of starting
         one."""
+        if resume is not None:
+            self.resume_run(resume)
         run = Run(resume or self.start_run(kind, pool=pool, config=config))
         try:
             yield run
@@ -236,7 +256,7 @@ class TraceStore:
             .order_by(runs.c.started_at.desc())
         )
         with self.engine.connect() as db:
-            return [dict(row._mapping) for row in db.execute(query)]
+            return [with_liveness(dict(row._mapping)) for row in db.execute(query)]
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         """A run's header; `latest` names the run started last."""
@@ -247,7 +267,7 @@ class TraceStore:
             query = query.where(runs.c.run_id == run_id)
         with self.engine.connect() as db:
             row = db.execute(query).first()
-        return dict(row._mapping) if row else None
+        return with_liveness(dict(row._mapping)) if row else None
 
     def iter_calls(self, run_id: str) -> Iterator[dict[str, Any]]:
         return self._run_rows(calls, run_id)

@@ -28,7 +28,12 @@ runs = Table(
     Column("pool", Text),
     Column("config", Text),
     Column("summary", Text),
+    Column("host", String(255)),
+    Column("pid", Integer),
+    Column("pid_token", String(80)),
 )
+"""`host`, `pid`, `pid_token`: the process running it (`runtime.liveness`), so that a run whose
+process died shows as interrupted."""
 
 calls = Table(
     "calls",

@@ -2,16 +2,21 @@
 
 `/v1/models` lists it; `/v1/chat/completions` runs the coordinator on the conversation (its last
 user message is the question; earlier turns come before it as context) and answers, whole or as
-server-sent events. Every answer says what it took: headers `x-consortium-calls`, `-models`,
-`-roles`, `-cost` (USD), `-task` and `-run` (the trace rows), and the same under the body's
-`consortium` field. Each request has its own budget and deadline; calls are traced as they
-complete. With a bearer token configured every request must carry it.
+server-sent events. Every answer says what it took in the headers of `serve.headers`
+(ANSWER_HEADERS: calls, models, roles, cost in USD, task and run of the trace rows, who answered
+and why the policy stopped, and the models whose calls failed: the answer was made without
+them), and the same under the body's `consortium` field; each failed call is one line of the
+server's log (model and kind of error, never the endpoint's message). Each request has its own
+budget and deadline; calls are traced as they complete. With a bearer token configured every
+request must carry it. With a `PoolFileWatch`, a pool file rewritten while the server runs is
+read again before the next request.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hmac
+import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -34,8 +39,10 @@ from consortium.core.wire import (
 )
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller, TaskCaller
+from consortium.serve import headers as names
 from consortium.serve.fastjson import FastJSONResponse, loads
 from consortium.serve.params import RequestFieldError, request_options
+from consortium.serve.pool_reload import PoolFileWatch
 from consortium.tasks.base import Task
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -72,6 +79,8 @@ class EnsembleServer:
         limits: Limits | None = None,
         stream_pieces: int = 8,
         on_close: Callable[[], Awaitable[None]] | None = None,
+        log: Callable[[str], None] | None = None,
+        pool_file: PoolFileWatch | None = None,
     ) -> None:
         self.coordinator = coordinator
         self.caller = caller
@@ -81,6 +90,9 @@ class EnsembleServer:
         self.limits = limits or Limits()
         self.stream_pieces = stream_pieces
         self.on_close = on_close
+        self.log = log or _to_stderr
+        self.pool_file = pool_file
+        self._reloading = asyncio.Lock()
         self.app = Starlette(
             lifespan=self._lifespan,
             routes=[
@@ -95,6 +107,8 @@ class EnsembleServer:
         yield
         if self.on_close is not None:
             await self.on_close()
+        if self.pool_file is not None:
+            await self.pool_file.aclose()
 
     def _refused(self, request: Request) -> Response | None:
         if self.token is None:
@@ -144,6 +158,7 @@ class EnsembleServer:
             options = request_options(body)
         except RequestFieldError as error:
             return error_response(400, str(error), "unsupported_field", param=error.field)
+        await self._follow_pool_file()
         request_id = f"req-{uuid.uuid4().hex[:16]}"
         task = Task(id=request_id, question=question, dataset="serve", split="")
         callers = [
@@ -157,9 +172,10 @@ class EnsembleServer:
         ]
         if options.stream:
             return self._stream(task, callers[0])
+        coordinator = self.coordinator  # the one this request began with, whatever reloads
         try:
             outcomes = await asyncio.wait_for(
-                asyncio.gather(*(self.coordinator.run(task, caller) for caller in callers)),
+                asyncio.gather(*(coordinator.run(task, caller) for caller in callers)),
                 self.request_timeout,
             )
         except TimeoutError:
@@ -168,6 +184,8 @@ class EnsembleServer:
             return self._failure(402, str(error), "budget_exceeded", callers)
         except (AgentError, CoordinatorError, WorkflowError) as error:
             return self._failure(502, str(error), "upstream_error", callers)
+        finally:
+            self._log_failed_calls(callers)
         usage = _usage(callers)
         account = self._account(callers) | _decided(outcomes)
         headers = _headers(account)
@@ -185,10 +203,11 @@ class EnsembleServer:
         deltas: asyncio.Queue[str] = asyncio.Queue()
         caller.stream_to = deltas.put_nowait
         writer = ChunkWriter(f"chatcmpl-{uuid.uuid4().hex[:24]}", self.model_id)
+        coordinator = self.coordinator
 
         async def events() -> AsyncIterator[str]:
             run = asyncio.create_task(
-                asyncio.wait_for(self.coordinator.run(task, caller), self.request_timeout)
+                asyncio.wait_for(coordinator.run(task, caller), self.request_timeout)
             )
             try:
                 yield writer.chunk({"role": "assistant"})
@@ -225,13 +244,33 @@ class EnsembleServer:
             finally:
                 if not run.done():  # the client went away: stop spending on its answer
                     run.cancel()
+                self._log_failed_calls([caller])
 
-        headers = {"x-consortium-task": caller.task_id, "x-consortium-run": self.caller.run_id}
+        headers = _named({names.TASK: caller.task_id, names.RUN: self.caller.run_id})
         return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+
+    async def _follow_pool_file(self) -> None:
+        """Swap in the pool file's policy and pool when the file changed since it was last read
+        (`PoolFileWatch`); requests arriving meanwhile wait for the new pool."""
+        watch = self.pool_file
+        if watch is None or not watch.changed():
+            return
+        async with self._reloading:
+            if not watch.changed():
+                return  # reloaded while this request waited
+            reloaded = await asyncio.to_thread(watch.reload, self.caller.pool)
+            if reloaded is not None:
+                self.coordinator, self.caller.pool = reloaded.coordinator, reloaded.pool
+
+    def _log_failed_calls(self, callers: list[TaskCaller]) -> None:
+        for caller in callers:
+            for call in caller.made:
+                if call.failed:
+                    self.log(f"{caller.task_id}: call to {call.model} failed ({call.error_kind})")
 
     def _account(self, callers: list[TaskCaller]) -> dict[str, Any]:
         made = [call for caller in callers for call in caller.made]
-        return {
+        account: dict[str, Any] = {
             "calls": len(made),
             "models": _unique([c.model for c in made]),
             "roles": _unique([c.role for c in made]),
@@ -239,6 +278,10 @@ class EnsembleServer:
             "task_id": ",".join(caller.task_id for caller in callers),
             "run_id": self.caller.run_id,
         }
+        failed = _unique([c.model for c in made if c.failed])
+        if failed:
+            account["failed"] = failed
+        return account
 
     def _failure(self, status: int, message: str, code: str, callers: list[TaskCaller]) -> Response:
         headers = _headers(self._account(callers))
@@ -276,15 +319,27 @@ def _decided(outcomes: Sequence[Outcome]) -> dict[str, Any]:
 def _headers(account: dict[str, Any]) -> dict[str, str]:
     """The accounting of one answer as response headers."""
     headers = {
-        "x-consortium-calls": str(account["calls"]),
-        "x-consortium-models": ",".join(account["models"]),
-        "x-consortium-roles": ",".join(account["roles"]),
-        "x-consortium-cost": f"{account['cost']:.8f}",
-        "x-consortium-task": account["task_id"],
-        "x-consortium-run": account["run_id"],
+        names.CALLS: str(account["calls"]),
+        names.MODELS: ",".join(account["models"]),
+        names.ROLES: ",".join(account["roles"]),
+        names.COST: f"{account['cost']:.8f}",
+        names.TASK: account["task_id"],
+        names.RUN: account["run_id"],
     }
     if "answered_by" in account:
-        headers["x-consortium-answered-by"] = ",".join(account["answered_by"])
+        headers[names.ANSWERED_BY] = ",".join(account["answered_by"])
     if "stop" in account:
-        headers["x-consortium-stop"] = "; ".join(account["stop"])
-    return headers
+        headers[names.STOP] = "; ".join(account["stop"])
+    if "failed" in account:
+        headers[names.FAILED] = ",".join(account["failed"])
+    return _named(headers)
+
+
+def _named(headers: dict[str, str]) -> dict[str, str]:
+    """Only the headers ANSWER_HEADERS names (what the help lists is all a client gets), in its
+    order."""
+    return {name: headers[name] for name in names.ANSWER_HEADERS if name in headers}
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

@@ -1,35 +1,49 @@
 """Multiple choice: the options a question offers, and the letter an answer chose.
 
-The letters a question offers come from the question itself (its option lines `A. …`, `(A) …`,
-`A) …`, `A: …` up to J, or inline `(A) … (B) …`), unless a data set declares them. A question
-whose options cannot be read accepts any letter A–J: an answer is never dropped because its
-letter lies past D. An answer that states an option's text instead of its letter is matched to
-that option's letter."""
+The letters a question offers come from the question itself, unless a data set declares them:
+its last lettered block of options — lines `A. …`, `(A) …`, `A) …`, `A: …`, `[A] …` (the first
+may follow a label, `Options: A. …`) or inline `(A) … (B) …`, `A) … B) …`, `A. … B. …`. A
+lettered list earlier in the question (a few-shot example's options, statements the stem quotes)
+is not the options. A question whose options cannot be read accepts any letter A–J: an answer is
+never dropped because its letter lies past D. An answer that states an option's text instead of
+its letter is matched to that option's letter."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+import string
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from consortium.tasks.base import Grade, Task
 
 ALL_LETTERS = "ABCDEFGHIJ"
+"""The letters a question whose options cannot be read accepts."""
+LETTERS = string.ascii_uppercase
+"""The letters an option may have (a data set may declare letters past J)."""
 
-_OPTION_LINE = re.compile(r"^\s*(?:\(([A-J])\)|\[([A-J])\]|([A-J])[\.\):])\s+(\S.*?)\s*$", re.M)
-_OPTION_INLINE = re.compile(r"\(([A-J])\)\s*|(?:(?<=\s)|^)([A-J])\)\s+")
-"""Inline options: `(A) x (B) y`, or `A) x B) y` (a bare letter and parenthesis after a space)."""
+_LINE_MARK = re.compile(
+    r"^[ \t]*(?:[A-Z][A-Za-z ]{0,24}:[ \t]*)?"
+    r"(?:\((?P<paren>[A-Z])\)|\[(?P<bracket>[A-Z])\]|(?P<bare>[A-Z])(?P<after>[.):]))[ \t]+(?=\S)",
+    re.M,
+)
+"""An option at a line's start, perhaps after a label: `A. x`, `(A) x`, `Options: A) x`."""
+_INLINE_MARK = re.compile(
+    r"\((?P<paren>[A-Z])\)[ \t]*(?=\S)|(?<!\S)(?P<bare>[A-Z])(?P<after>\)[ \t]*|\.[ \t]+)(?=\S)"
+)
+"""An option inside a line: `(A) x`, or after a space `A) x`, `A)x`, `A. x`."""
 
 _STATED = [
+    # "\boxed{D}", "\boxed{C.2}", "\boxed{\text{(B)}}": a boxed letter wins over any other
+    re.compile(r"\\boxed\{\s*(?:\\(?:text|textbf|mathrm|mathbf)\{)?\s*\(?([A-Z])(?![A-Za-z])"),
     # "The answer is (B)", "answer: B", "Final answer: **B**", "correct option is B"
     re.compile(
-        r"(?:answer|option|choice)\s*(?:is|:|=)?\s*[:\s]*[\*\(\[]*([A-J])\b[\)\]\*]*", re.IGNORECASE
+        r"(?:answer|option|choice)\s*(?:is|:|=)?\s*[:\s]*[\*\(\[]*([A-Z])\b[\)\]\*]*", re.IGNORECASE
     ),
-    re.compile(r"\\boxed\{\s*(?:\\text\{)?\s*\(?([A-J])\)?\s*\}?\s*\}"),
-    re.compile(r"\*\*\(?([A-J])\)?[\.\):]?\*\*"),
+    re.compile(r"\*\*\(?([A-Z])\)?[\.\):]?\*\*"),
 ]
-_LEADING = re.compile(r"^\s*[\(\[]?([A-J])(?:[\)\]\.:]|\s*$|\s)")
-_ALONE = re.compile(r"(?<![A-Za-z])\(?([A-J])\)(?![A-Za-z])|(?<![A-Za-z'])([A-J])(?![A-Za-z'])")
+_LEADING = re.compile(r"^\s*[\(\[]?([A-Z])(?:[\)\]\.:]|\s*$|\s)")
+_ALONE = re.compile(r"(?<![A-Za-z])\(?([A-Z])\)(?![A-Za-z])|(?<![A-Za-z'])([A-Z])(?![A-Za-z'])")
 _WORD_AFTER = re.compile(r"\s+([a-z]+)")
 _LETTER_VERBS = frozenset(
     {"is", "was", "seems", "looks", "appears", "matches", "fits", "because", "since", "as"}
@@ -78,39 +92,75 @@ class Choices:
         return stated
 
 
-Found = tuple[str, str, int]
-"""An option: its letter, its text, where it ends in the question."""
+@dataclass(frozen=True, slots=True)
+class _Mark:
+    """Where an option's letter stands in a question: its letter, its shape (`(`, `[`, `.`,
+    `)` or `:`), where the mark starts and where the option's text starts."""
+
+    letter: str
+    shape: str
+    start: int
+    text_start: int
 
 
-def _runs(found: list[Found]) -> list[tuple[dict[str, str], int]]:
-    """Consecutive runs A, B, C … of two or more among the options found, in order, each with
-    where its last option ends."""
-    runs: list[tuple[dict[str, str], int]] = []
-    for letter, text, end in found:
-        if letter == "A":
-            runs.append(({"A": text}, end))
-        elif runs and letter == ALL_LETTERS[len(runs[-1][0])]:
-            runs[-1][0][letter] = text
-            runs[-1] = (runs[-1][0], end)
-    return [run for run in runs if len(run[0]) >= 2]
+@dataclass(frozen=True, slots=True)
+class _Block:
+    options: dict[str, str]
+    start: int
+    end: int
+
+
+def _marks(pattern: re.Pattern[str], question: str) -> Iterator[_Mark]:
+    for match in pattern.finditer(question):
+        found = match.groupdict()
+        letter = found.get("paren") or found.get("bracket") or found["bare"]
+        shape = "(" if found.get("paren") else "[" if found.get("bracket") else found["after"][0]
+        yield _Mark(letter, shape, match.start(), match.end())
+
+
+def _runs(marks: Iterator[_Mark]) -> list[list[_Mark]]:
+    """Runs A, B, C … of marks of one shape, in order. An A starts a run; a letter that goes
+    back or repeats ends its shape's run (`(A)…(E)` quoted in a stem, then options `B.`…`J.`
+    under `Options: A. …` never join into one run)."""
+    runs: list[list[_Mark]] = []
+    open_runs: dict[str, list[_Mark]] = {}
+    for mark in marks:
+        run = open_runs.get(mark.shape)
+        if mark.letter == "A":
+            open_runs[mark.shape] = [mark]
+            runs.append(open_runs[mark.shape])
+        elif run is not None and len(run) < len(LETTERS) and mark.letter == LETTERS[len(run)]:
+            run.append(mark)
+        elif run is not None and mark.letter <= run[-1].letter:
+            del open_runs[mark.shape]
+    return [run for run in runs if len(run) >= 2]
+
+
+def _block(run: list[_Mark], question: str) -> _Block | None:
+    """A run's options, each text up to the next option or its line's end; None when an option
+    has no text ("answer (A), (B) or (C)" names letters, it lists no options)."""
+    options: dict[str, str] = {}
+    end = 0
+    for mark, following in zip(run, [*run[1:], None], strict=True):
+        end = _line_end(question, mark.text_start)
+        if following is not None:
+            end = min(end, following.start)
+        text = question[mark.text_start : end].strip()
+        if not any(character.isalnum() for character in text):
+            return None
+        options[mark.letter] = text
+    return _Block(options, run[0].start, end)
 
 
 def read_options(question: str) -> dict[str, str]:
-    """Letter -> option text as the question lists them, on lines or inline: the run A, B, … of
-    two or more that ends last (a few-shot prompt lists its examples' options before the
-    question's own; a dialogue's `A:` / `B:` lines come before the options). Empty if none."""
-    lines = [
-        (m.group(1) or m.group(2) or m.group(3), m.group(4), m.end())
-        for m in _OPTION_LINE.finditer(question)
-    ]
-    marks = list(_OPTION_INLINE.finditer(question))
-    inline = []
-    for index, mark in enumerate(marks):
-        last = index + 1 == len(marks)
-        end = _line_end(question, mark.end()) if last else marks[index + 1].start()
-        inline.append((mark.group(1) or mark.group(2), question[mark.end() : end].strip(), end))
-    runs = _runs(lines) + _runs(inline)
-    return max(runs, key=lambda run: run[1])[0] if runs else {}
+    """Letter -> option text, from the question's last block of two or more options A, B, …:
+    the block that ends last, the longest of those (a block inside the last option's text,
+    "J. all of (A), (B) and (C)", is not the options). Empty if none."""
+    runs = _runs(_marks(_LINE_MARK, question)) + _runs(_marks(_INLINE_MARK, question))
+    blocks = [block for run in runs if (block := _block(run, question)) is not None]
+    if not blocks:
+        return {}
+    return max(blocks, key=lambda block: (block.end, -block.start)).options
 
 
 def _line_end(text: str, start: int) -> int:

@@ -14,6 +14,9 @@ _ANSWER_IS = re.compile(
 )
 _HASHES = re.compile(r"####\s*(.+?)\s*$", re.MULTILINE)
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:/\d+)?")
+_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
+_MATH_WORDS = frozenset({"pi", "sqrt", "sin", "cos", "tan", "log", "ln", "exp", "frac", "mod"})
+_MARKUP = re.compile(r"[\\^_{}]")
 
 
 def last_boxed(text: str) -> str | None:
@@ -45,11 +48,21 @@ def extract_answer(text: str) -> tuple[str | None, str]:
         return hashes[-1].strip(), "####"
     stated = _ANSWER_IS.findall(text)
     if stated:
-        return stated[-1].strip().strip("$ "), "answer is"
+        return _stated_number(stated[-1].strip().strip("$ ")), "answer is"
     numbers = _NUMBER.findall(text)
     if numbers:
         return numbers[-1], "last number"
     return None, "none"
+
+
+def _stated_number(stated: str) -> str:
+    """A stated answer in words around a number is that number, the last one ("indeed 42" ->
+    42, "about 3.5 hours" -> 3.5); math (markup, pi, sqrt …) stays whole for math-verify."""
+    words = {word.lower() for word in _WORD.findall(stated)}
+    numbers: list[str] = _NUMBER.findall(stated)
+    if not numbers or not words or words & _MATH_WORDS or _MARKUP.search(stated):
+        return stated
+    return numbers[-1]
 
 
 def _as_math(answer: str) -> str:

@@ -8,6 +8,7 @@ from consortium.tasks.arithmetic import arithmetic_tasks
 from consortium.tasks.base import Grader, TaskSet
 from consortium.tasks.choice import ChoiceGrader
 from consortium.tasks.code import CodeGrader
+from consortium.tasks.forms import ARITHMETIC, BENCHMARK, known_names
 from consortium.tasks.loaders import FORMATS, build_tasks, read_hf, read_rows
 from consortium.tasks.math import MathGrader
 from consortium.tasks.spec import TaskSpec, parse_spec
@@ -22,7 +23,7 @@ def _grader(kind: str) -> Grader:
 
 
 def _benchmark(spec: TaskSpec) -> TaskSet:
-    spec.check_keys({"path", "hf", "config", "split", "limit", "seed"})
+    spec.check_keys(BENCHMARK.keys)
     split = spec.get("split", "test") or "test"
     path, hf = spec.get("path"), spec.get("hf")
     if bool(path) == bool(hf):
@@ -46,7 +47,7 @@ def load_task_set(text: str) -> TaskSet:
     if spec.name in FORMATS:
         return _benchmark(spec)
     if spec.name == "arithmetic":
-        spec.check_keys({"n", "seed"})
+        spec.check_keys(ARITHMETIC.keys)
         n, seed = spec.get_int("n", 100) or 100, spec.get_int("seed", 0) or 0
         return TaskSet(
             arithmetic_tasks(n, seed), MathGrader(), f"{n} arithmetic questions (seed {seed})"
@@ -54,5 +55,6 @@ def load_task_set(text: str) -> TaskSet:
     if spec.name in plugins.TASK_SETS:
         task_set: TaskSet = plugins.load(plugins.TASK_SETS[spec.name])(spec)
         return task_set
-    known = ", ".join([*plugins.TASK_SETS, "arithmetic", *FORMATS])
-    raise TaskSpecError(f"--tasks: unknown task set {spec.name!r}; known: {known}")
+    raise TaskSpecError(
+        f"--tasks: unknown task set {spec.name!r}; known: {', '.join(known_names())}"
+    )

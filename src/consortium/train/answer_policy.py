@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from consortium.coord.answers.folder import FOLDER_SCHEMA, AnswerPolicy, Figures, FittedOn
-from consortium.coord.answers.kinds import CHECKED_KINDS, RULE_KINDS, TURN_KINDS
+from consortium.coord.answers.kind_names import CHECKED_KINDS, RULE_KINDS, TURN_KINDS, check_kind
 from consortium.coord.answers.live import LIVE_KINDS
 from consortium.coord.answers.rules import Rule, SingleAnswer
 from consortium.coord.answers.trinity_turns import STOPS, TrinityTurns
@@ -190,9 +190,7 @@ def fit_answer_policy(
 
 
 def _check_options(kind: str, stop: str, lam: float) -> None:
-    kinds = (*RULE_KINDS, *TURN_KINDS)
-    if kind not in kinds:
-        raise ConfigError(f"--kind: expected one of {', '.join(kinds)}, got {kind!r}")
+    check_kind(kind, (*RULE_KINDS, *TURN_KINDS))
     if stop not in STOPS:
         raise ConfigError(f"--stop: expected one of {', '.join(STOPS)}, got {stop!r}")
     if stop != "accept" and kind not in TURN_KINDS:

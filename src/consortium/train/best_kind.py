@@ -9,21 +9,53 @@ from collections.abc import Callable
 from pathlib import Path
 
 from consortium.coord.answers.folder import AnswerPolicy
-from consortium.coord.answers.kinds import CHECKED_KINDS, RULE_KINDS
+from consortium.coord.answers.kind_names import (
+    AUTO,
+    CHECKED_KINDS,
+    FITTED_KINDS,
+    RULE_KINDS,
+    check_kind,
+)
 from consortium.core.costs import CostMeasure
 from consortium.core.errors import ConfigError
 from consortium.evaluation.recorded.cost_measure import figure_label
 from consortium.evaluation.recorded.selection import Standing, choose, tie_text
 from consortium.records.store import load_records
-from consortium.train.answer_policy import FittedPolicy, fit_policy
+from consortium.train.answer_policy import FittedPolicy, fit_answer_policy, fit_policy
 
-AUTO = "auto"
-"""The kinds `auto` tries: every rule kind that applies to the records' answer kind. TRINITY is
-left out: its head trains for minutes, the rules in seconds."""
+__all__ = ["AUTO", "candidate_kinds", "fit_best_kind", "fit_kind"]
 
 
 def candidate_kinds(answer_kind: str) -> tuple[str, ...]:
+    """The kinds `auto` tries: every rule kind that applies to the records' answer kind. TRINITY
+    is left out: its head trains for minutes, the rules in seconds."""
     return tuple(k for k in RULE_KINDS if answer_kind == "code" or k not in CHECKED_KINDS)
+
+
+def fit_kind(
+    kind: str,
+    records_folder: Path,
+    *,
+    lam: float = 0.0,
+    cost: CostMeasure = "usd",
+    stop: str = "accept",
+    created_by: str = "consortium",
+    cache_dir: Path | None = None,
+    say: Callable[[str], None] = lambda line: None,
+) -> AnswerPolicy:
+    """What `train coordinator --kind` fits: `auto` (`fit_best_kind`) or the one kind named
+    (`fit_answer_policy`); a kind it does not take is one line naming every one, auto included."""
+    check_kind(kind, FITTED_KINDS)
+    if kind != AUTO:
+        return fit_answer_policy(
+            kind, records_folder, lam=lam, created_by=created_by, cost=cost, stop=stop,
+            cache_dir=cache_dir,
+        )  # fmt: skip
+    if stop != "accept":
+        raise ConfigError(f"--stop applies to --kind trinity only, not {kind}")
+    return fit_best_kind(
+        records_folder, lam=lam, cost=cost, created_by=created_by, cache_dir=cache_dir, say=say
+    )
 
 
 def fit_best_kind(

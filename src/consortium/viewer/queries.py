@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import Integer, and_, cast, column, func, inspect, not_, or_, select, table
 from sqlalchemy.engine import Engine
 
+from consortium.runtime.liveness import with_liveness
 from consortium.runtime.store import task_rows
 from consortium.runtime.store_tables import calls, results, runs, stages
 
@@ -154,7 +155,7 @@ def run_headers(engine: Engine) -> list[dict[str, Any]]:
     """Every run's header, the latest first."""
     with engine.connect() as db:
         rows = db.execute(select(runs).order_by(runs.c.started_at.desc()))
-        return [dict(row._mapping) for row in rows]
+        return [with_liveness(dict(row._mapping)) for row in rows]
 
 
 def run_totals(engine: Engine, run_id: str) -> tuple[int, float]:

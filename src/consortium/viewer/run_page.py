@@ -219,6 +219,27 @@ def _ungraded(engine: Engine, run_id: str, page_number: int, per_page: int) -> s
     )
 
 
+def settings_table(config: dict[str, Any]) -> str:
+    """A run's stored settings, a row each: a list as its items, a mapping as its pairs."""
+    if not config:
+        return ""
+    rows = [
+        [escape(str(key)), f"<code>{escape(_setting(value))}</code>"]
+        for key, value in config.items()
+    ]
+    return "<h2>Settings</h2>" + table(["setting", "value"], rows, "settings")
+
+
+def _setting(value: Any) -> str:
+    if value is None or value in ([], {}, ""):
+        return "–"
+    if isinstance(value, list):
+        return ", ".join(v if isinstance(v, str) else json.dumps(v) for v in value)
+    if isinstance(value, dict):
+        return "; ".join(f"{k} = {_setting(v)}" for k, v in value.items())
+    return value if isinstance(value, str) else json.dumps(value)
+
+
 def run_body(
     engine: Engine,
     aggregates: RunAggregates,
@@ -236,8 +257,7 @@ def run_body(
     head = (
         f"<p>kind <b>{escape(run['kind'])}</b> · status {escape(run['status'])} · pool "
         f"{escape(run['pool'] or '')} · <a id='frontier-link' href='{base}/frontier'>"
-        f"accuracy–cost frontier</a></p>"
-        + (f"<p><code>{escape(json.dumps(config))}</code></p>" if config else "")
+        f"accuracy–cost frontier</a></p>" + settings_table(config)
     )
     if selected is None:
         return head + _ungraded(engine, run_id, page_number, per_page)

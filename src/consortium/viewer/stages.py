@@ -4,6 +4,7 @@ answer it submitted) and what the rule decided after each stage, ending with why
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from html import escape
 from typing import Any
@@ -48,3 +49,38 @@ def stages_html(rows: Sequence[dict[str, Any]]) -> str:
         + stop
         + "</div>"
     )
+
+
+NOT_READ = ""
+"""A reading of a reply in which the policy's reader found no answer."""
+
+
+def readings(
+    calls: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]], returned: int | None
+) -> list[str | None]:
+    """Per call, the answer the policy's reader took from its reply, as its stages stored it (the
+    agreement key of the row of the call's stage and model; NOT_READ where it read none; None
+    where the policy stored no stages). The returned call's is the submitted row's; the samples
+    of one model at one stage that read differently cannot be told apart (their calls are traced
+    as they finish), so each of those calls shows every key they read."""
+    if not rows:
+        return [None] * len(calls)
+    asked: dict[tuple[int, str], list[str]] = defaultdict(list)
+    for row in rows:
+        if row["status"] != "refused":
+            asked[(row["stage"], row["model"])].append(row["answer"] or NOT_READ)
+    submitted = submitted_reading(rows)
+    found: list[str | None] = []
+    for index, call in enumerate(calls):
+        keys = list(dict.fromkeys(asked.get((call["turn"], call["model"]), [])))
+        if index == returned and submitted is not None:
+            found.append(submitted)
+        else:
+            found.append(" or ".join(k for k in keys if k) if keys else None)
+    return found
+
+
+def submitted_reading(rows: Sequence[dict[str, Any]]) -> str | None:
+    """What the policy's reader took from the answer it submitted (None: it submitted none, or
+    stored no stages)."""
+    return next((row["answer"] or NOT_READ for row in rows if row["chosen"]), None)

@@ -13,14 +13,23 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from consortium.core.answers import final_answer
+from consortium.core.answers import stated_answer
 from consortium.viewer.dag import dag_svg, traced_workflows
 from consortium.viewer.html import Palette
-from consortium.viewer.stages import stages_html
+from consortium.viewer.stages import NOT_READ, readings, stages_html, submitted_reading
 
 ANSWERING = ("worker", "fallback")
 """Roles whose reply is an answer (a thinker plans, a verifier gives a verdict, a conductor
 writes a workflow): only theirs get an extracted answer."""
+
+
+def _answer_read(read: str | None, text: str) -> str | None:
+    """The answer shown as read from `text`: the policy's reader's (`read`, from its stages)
+    where it has one, else the answer the text states ("The answer is X"); None: neither (a
+    reply whose answer only its grader reads, e.g. a boxed one, shows none rather than itself)."""
+    if read is not None:
+        return read if read != NOT_READ else "none (the policy's reader found no answer)"
+    return stated_answer(text)
 
 
 def _saw(call: dict[str, Any]) -> str:
@@ -44,7 +53,10 @@ def _returning_call(calls: Sequence[dict[str, Any]], answer: str | None) -> int 
     return next((i for i, call in enumerate(calls) if (call["response"] or "") == answer), None)
 
 
-def turn_html(number: int, call: dict[str, Any], palette: Palette, returned: bool) -> str:
+def turn_html(
+    number: int, call: dict[str, Any], palette: Palette, returned: bool, read: str | None = None
+) -> str:
+    """One call; `read`: the answer the policy's reader took from its reply (`stages.readings`)."""
     role = call["role"] or "worker"
     response = call["response"] or ""
     facts = [
@@ -59,10 +71,10 @@ def turn_html(number: int, call: dict[str, Any], palette: Palette, returned: boo
     badge = " · <b class='ok'>returned as the answer</b>" if returned else ""
     error = f"<p class='bad'>error: {escape(call['error'])}</p>" if call["error"] else ""
     answers = role.split("@")[0] in ANSWERING
+    found = _answer_read(read, response) if answers and response else None
     extracted = (
-        f"<div>extracted answer: <span class='extracted'>{escape(final_answer(response))}</span>"
-        "</div>"
-        if answers and response
+        f"<div>extracted answer: <span class='extracted'>{escape(found)}</span></div>"
+        if found is not None
         else ""
     )
     return (
@@ -76,13 +88,18 @@ def turn_html(number: int, call: dict[str, Any], palette: Palette, returned: boo
     )
 
 
-def grade_html(result: dict[str, Any] | None) -> str:
+def grade_html(result: dict[str, Any] | None, read: str | None = None) -> str:
+    """The grader's verdict; `read`: the answer the policy's reader took from what it
+    submitted (from its stages)."""
     if result is None:
         return (
             "<div class='grade'>no graded result for this policy (the run did not finish it)</div>"
         )
     verdict = "<b class='ok'>right</b>" if result["correct"] else "<b class='bad'>wrong</b>"
-    answer = result["answer"] or ""
+    found = _answer_read(read, result["answer"] or "")
+    shown = ""
+    if found is not None:
+        shown = f"<br>final answer read: <span class='extracted'>{escape(found)}</span>"
     error = f" · error: {escape(result['error'])}" if result["error"] else ""
     stored_reference = result.get("reference")
     reference = (
@@ -94,9 +111,7 @@ def grade_html(result: dict[str, Any] | None) -> str:
         f"<div class='grade' data-correct='{int(bool(result['correct']))}'>grader's verdict: "
         f"{verdict} · score {result['score'] or 0:g} · dataset {escape(result['dataset'] or '')}"
         f" · {result['calls']} calls · {result['tokens']} tokens · ${result['cost'] or 0:.6f}"
-        f"{error}<br>final answer read: <span class='extracted'>"
-        f"{escape(final_answer(answer)) if answer else '–'}</span>{reference} · grader: "
-        f"{escape(result['detail'] or '')}</div>"
+        f"{error}{shown}{reference} · grader: {escape(result['detail'] or '')}</div>"
     )
 
 
@@ -118,11 +133,13 @@ def policy_section(
             for w in workflows
         )
     returning = _returning_call(calls, answer)
+    read = readings(calls, stages, returning)
     turns = "".join(
-        turn_html(i, call, palette, i - 1 == returning) for i, call in enumerate(calls, 1)
+        turn_html(i, call, palette, i - 1 == returning, read[i - 1])
+        for i, call in enumerate(calls, 1)
     )
     return (
         f"<section class='policy' data-policy='{escape(policy)}'><h2>{escape(policy)}</h2>"
-        f"{grade_html(result)}{drawn}{stages_html(stages)}<div class='transcript'>{turns}</div>"
-        "</section>"
+        f"{grade_html(result, submitted_reading(stages))}{drawn}{stages_html(stages)}"
+        f"<div class='transcript'>{turns}</div></section>"
     )

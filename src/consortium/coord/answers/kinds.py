@@ -6,9 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from consortium.coord.answers.kind_names import CHECKED_KINDS, RULE_KINDS, TURN_KINDS
 from consortium.coord.answers.programs import ExampleFilter, FilterAndCluster
 from consortium.coord.answers.rules import ModelSwitch, MotCascade, Rule, SingleAnswer, WeightedVote
 from consortium.coord.answers.scored import ScorerCascade, ScorerPick
+
+__all__ = ["CHECKED_KINDS", "RULE_KINDS", "TURN_KINDS", "check_rule", "renamed", "rule_from"]
 
 
 def rule_from(kind: str, params: Mapping[str, Any]) -> Rule:
@@ -78,46 +81,6 @@ def check_rule(rule: Rule) -> None:
             raise ValueError("a scorer-cascade needs one scorer per stage")
         if any(len(w) != features for w in params["scorers"]):
             raise ValueError(f"every stage's scorer needs {features} weights")
-
-
-RULE_KINDS = (
-    "single",
-    "vote",
-    "model-switch",
-    "mot-cascade",
-    "scorer",
-    "scorer-cascade",
-    "example-filter",
-    "filter-and-cluster",
-)
-TURN_KINDS = ("trinity",)
-"""Kinds whose every decision also picks a role, or submits (`trinity_turns.TrinityTurns`): a
-policy folder of one runs as a `trinity_live.TrinityTeam`, on records as
-`evaluation.recorded.episodes`."""
-SIMPLEST_FIRST = (
-    "single",
-    "vote",
-    "scorer",
-    "filter-and-cluster",
-    "model-switch",
-    "mot-cascade",
-    "scorer-cascade",
-    "example-filter",
-    *TURN_KINDS,
-)
-"""Every kind from the simplest team to the most complex: one model; then every model asked at
-once and one answer picked (votes, the scorer's pick, the cluster vote); then cascades, which
-decide after each answer whether to ask on; then TRINITY's multi-turn head. The tie rule
-(`evaluation.recorded.selection.choose`) keeps the earlier of two kinds that tie on train in
-everything else."""
-CHECKED_KINDS = ("example-filter", "filter-and-cluster")
-"""Kinds that select by each answer's check: they need a check beyond an answer being there
-(for programs, the docstring examples), so they are fitted on code records only."""
-
-
-def simplicity(kind: str) -> int:
-    """A kind's place in SIMPLEST_FIRST (a name not in it comes after every kind)."""
-    return SIMPLEST_FIRST.index(kind) if kind in SIMPLEST_FIRST else len(SIMPLEST_FIRST)
 
 
 def renamed(params: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, Any]:

@@ -56,7 +56,7 @@ class AnswerAwareCoordinator:
         failures: list[str] = []
         refused = 0
         trail = StageTrail(self.rule, classes)
-        for step in range(MAX_DECISIONS):
+        for step in range(1, MAX_DECISIONS + 1):  # stages count from 1, as their stop reasons
             decision = self.rule.decide(seen)
             trail.decided(decision)
             if not isinstance(decision, Ask):

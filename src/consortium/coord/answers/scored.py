@@ -28,7 +28,7 @@ class ScorerPick:
         if not seen:
             return Ask(tuple((m, 0) for m in self.asked))
         chosen, p = best_candidate(seen, self.models, np.array(self.weights))
-        return Submit(chosen, f"scored {p:.2f}")
+        return Submit(chosen, f"highest scorer p {p:.2f}")
 
     def class_scores(self, seen: Sequence[Seen]) -> Mapping[int, float]:
         return _class_scores(seen, self.models, self.weights)
@@ -47,7 +47,8 @@ class ScorerPick:
 @dataclass(frozen=True)
 class ScorerCascade:
     """Ask the models in `order` one at a time; after the j-th, `scorers[j]` (fitted on the
-    first j+1 models' answers) scores the candidates; stop at a best score ≥ `threshold`."""
+    first j+1 models' answers) scores the candidates; stop at a best score ≥ `threshold`. Stage
+    j+1 in the stop reason, the trace store and every table (stages count from 1)."""
 
     models: tuple[str, ...]
     order: tuple[str, ...]
@@ -60,10 +61,14 @@ class ScorerCascade:
         if asked:
             chosen, p = best_candidate(seen, self.models, np.array(self.scorers[asked - 1]))
             if p >= self.threshold:
-                return Submit(chosen, f"accepted at stage {asked} at {p:.2f}")
+                return Submit(chosen, f"accepted at stage {asked}: {self._compared(p, '≥')}")
             if asked == len(self.order):
-                return Submit(chosen, f"every stage asked (best {p:.2f})")
+                return Submit(chosen, f"every stage asked: {self._compared(p, '<')}")
         return Ask(((self.order[asked], 0),))
+
+    def _compared(self, p: float, relation: str) -> str:
+        """The comparison that stopped the cascade, in the words of the stages table's column."""
+        return f"scorer p {p:.2f} {relation} τ {self.threshold:.2f}"
 
     def class_scores(self, seen: Sequence[Seen]) -> Mapping[int, float]:
         """The scorer of the stage `seen` reached, on each answer class."""

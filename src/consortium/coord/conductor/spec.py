@@ -20,21 +20,12 @@ from consortium.coord.conductor.executor import WorkflowExecutor
 from consortium.coord.conductor.policy import ConductorCoordinator
 from consortium.coord.conductor.templates import TEMPLATES, WorkflowCoordinator, template
 from consortium.coord.conductor.tools import AnswerTools, Scorer
+from consortium.coord.spec_forms import CONDUCTOR_OPTIONS
 from consortium.core.errors import ConfigError, UnknownModelError
 from consortium.pool.config import PoolConfig
 from consortium.records.schema import AnswerKind, answer_kind_named
 
-CONDUCTOR_KEYS = {
-    "workers",
-    "recursion",
-    "max_depth",
-    "max_calls",
-    "max_steps",
-    "fallback",
-    "answers",
-    "tools",
-    "examples",
-}
+CONDUCTOR_KEYS = set(CONDUCTOR_OPTIONS)
 
 
 def _options(text: str, parts: list[str], allowed: set[str]) -> dict[str, str]:

@@ -9,6 +9,7 @@ from consortium.coord.base import Outcome
 from consortium.coord.conductor.executor import WorkflowExecutor
 from consortium.coord.conductor.tools import refuse_tool_names
 from consortium.coord.conductor.workflow import Access, Workflow, build
+from consortium.coord.spec_forms import WORKFLOW_KINDS
 from consortium.core.errors import CoordinatorError
 from consortium.runtime.caller import TaskCaller
 from consortium.tasks.base import Task
@@ -129,10 +130,10 @@ class WorkflowCoordinator:
         return Outcome(run.answer, workflow=run, notes=tuple(run.notes))
 
 
-TEMPLATES = ("single", "judge-vote", "moa", "debate", "reflect")
-"""The baselines written as workflows. `judge-vote`: every model answers and the first, as
-judge, reports the majority answer (an LLM judge; not the weighted vote over extracted answers
-that `consortium train coordinator --kind vote` fits)."""
+TEMPLATES = WORKFLOW_KINDS
+"""The baselines written as workflows (`workflow:KIND`). `judge-vote`: every model answers and
+the first, as judge, reports the majority answer (an LLM judge; not the weighted vote over
+extracted answers that `consortium train coordinator --kind vote` fits)."""
 
 
 def template(kind: str, models: Sequence[str]) -> Workflow:

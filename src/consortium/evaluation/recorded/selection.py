@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from consortium.coord.answers.kinds import simplicity
+from consortium.coord.answers.kind_names import simplicity
 from consortium.evaluation.recorded.runs import PolicyRun
 
 TOLERANCE = 0.3

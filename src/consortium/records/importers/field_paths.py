@@ -48,6 +48,11 @@ def parse_path(text: str) -> tuple[Step, ...]:
 
 def checkkeys_of(field_map: Mapping[str, str]) -> None:
     unknown = [key for key in field_map if key not in FIELDS]
+    if "letters" in unknown:
+        raise RecordsError(
+            "field map: letters is not a field of a row; declare a choice data set's letters "
+            'with --letters ABCDEFGHIJ (letters = "ABCDEFGHIJ" in --config, beside kind)'
+        )
     if unknown:
         raise RecordsError(f"field map: unknown field {unknown[0]!r}; known: {', '.join(FIELDS)}")
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import string
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -35,8 +34,8 @@ from consortium.records.importers.field_paths import (
 )
 from consortium.records.importers.row_files import read_rows
 from consortium.records.schema import SourceFile
+from consortium.tasks.choice import LETTERS
 
-LETTERS = string.ascii_uppercase
 _TRUE = {"true", "yes", "correct", "1", "1.0", "y", "t"}
 _FALSE = {"false", "no", "incorrect", "0", "0.0", "n", "f"}
 
