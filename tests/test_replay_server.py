@@ -9,7 +9,9 @@ import openai
 import pytest
 
 from consortium.core.errors import AgentError
+from consortium.core.tokens import estimate_tokens
 from consortium.core.types import user
+from consortium.pool.config import DEFAULT_MAX_TOKENS
 from consortium.pool.openai import OpenAIAgent
 from consortium.replay.behaviour import replay_answer
 from consortium.replay.data import ReplayData
@@ -105,6 +107,23 @@ async def test_streaming_and_length_limit(
     assert short.choices[0].finish_reason == "length"
     assert short.choices[0].message.content == replay_answer(record, MODEL).text[:8]
     await client.close()
+
+
+async def test_the_longest_recorded_response_comes_back_whole_through_the_replay_pool(
+    replay_server: ReplayServerProcess, replay_data: ReplayData
+) -> None:
+    """RouterBench's mistral-7b wrote answers past the default max_tokens: the pool lets them
+    through, so the HTTP path reads the text the recorded verdict graded."""
+    model = "mistralai/mistral-7b-chat"
+    recorded = [r for r in replay_data.select(source="routerbench") if r.responses]
+    longest = max(recorded, key=lambda r: len(r.responses[model]))  # type: ignore[index]
+    text = replay_answer(longest, model).text
+    assert estimate_tokens(text) > DEFAULT_MAX_TOKENS
+    agent = agent_for(replay_data, replay_server.base_url, model)
+    assert agent.config.max_tokens >= estimate_tokens(text)
+    completion = await agent.chat([user(longest.question)])
+    await agent.aclose()
+    assert (completion.text, completion.finish_reason) == (text, "stop")
 
 
 def test_a_launched_server_dies_with_its_parent(replay_dir: Path) -> None:

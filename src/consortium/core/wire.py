@@ -36,10 +36,16 @@ def content_text(content: Any) -> str:
 
 
 def completion_body(
-    completion_id: str, model: str, text: str | list[str], finish: str, usage: dict[str, int]
+    completion_id: str,
+    model: str,
+    text: str | list[str],
+    finish: str | list[str],
+    usage: dict[str, int],
 ) -> dict[str, Any]:
-    """A chat completion; a list of texts gives one choice each (a request's `n`)."""
+    """A chat completion; a list of texts gives one choice each (a request's `n`), with the
+    finish reason of each in `finish` (one for all where a string)."""
     texts = [text] if isinstance(text, str) else text
+    finishes = [finish] * len(texts) if isinstance(finish, str) else finish
     return {
         "id": completion_id,
         "object": "chat.completion",
@@ -49,9 +55,9 @@ def completion_body(
             {
                 "index": index,
                 "message": {"role": "assistant", "content": answer},
-                "finish_reason": finish,
+                "finish_reason": reason,
             }
-            for index, answer in enumerate(texts)
+            for index, (answer, reason) in enumerate(zip(texts, finishes, strict=True))
         ],
         "usage": usage,
     }

@@ -30,6 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, mod
 
 from consortium.core.errors import ConfigError, UnknownModelError
 
+DEFAULT_MAX_TOKENS = 1024
+"""A call's `max_tokens` where neither the pool file nor the caller sets one."""
+
 
 class ModelConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -46,7 +49,7 @@ class ModelConfig(BaseModel):
     max_concurrency: int = Field(default=8, ge=1)
     timeout: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=3, ge=0)
-    max_tokens: int = Field(default=1024, ge=1)
+    max_tokens: int = Field(default=DEFAULT_MAX_TOKENS, ge=1)
     circuit_failures: int = Field(default=5, ge=1)
     """Failed calls in a row after which the model is skipped for `circuit_cooldown` seconds."""
     circuit_cooldown: float = Field(default=30.0, ge=0)

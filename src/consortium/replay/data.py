@@ -18,7 +18,7 @@ import csv
 import hashlib
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -94,6 +94,15 @@ class ReplayRecord:
     @property
     def id(self) -> str:
         return f"{self.source}/{self.dataset}/{self.split}/{self.index}"
+
+    def recorded_texts(self) -> Iterator[tuple[str, str]]:
+        """(model, text) of every answer served as recorded: a records folder's samples, else
+        RouterBench's responses; none for split2, whose answers the replay writes itself."""
+        if self.samples is not None:
+            for model, samples in self.samples.items():
+                yield from ((model, sample.text) for sample in samples)
+        elif self.responses is not None:
+            yield from self.responses.items()
 
 
 @dataclass

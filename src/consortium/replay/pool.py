@@ -2,11 +2,13 @@
 
 The prices are declarations, not recordings: the open 7–8B models at a typical serverless price,
 the RouterBench API models at their late-2023 public list prices (USD per million tokens).
+Each model's `max_tokens` lets its longest recorded answer through whole (`answer_token_limits`).
 """
 
 from __future__ import annotations
 
-from consortium.pool.config import ModelConfig, PoolConfig, parse_pool
+from consortium.core.tokens import estimate_tokens
+from consortium.pool.config import DEFAULT_MAX_TOKENS, ModelConfig, PoolConfig, parse_pool
 from consortium.records.names import short_name
 from consortium.replay.data import ReplayData
 
@@ -26,6 +28,17 @@ LIST_PRICES: dict[str, tuple[float, float]] = {
 }
 
 
+def answer_token_limits(data: ReplayData) -> dict[str, int]:
+    """Each model's `max_tokens` in a pool of this replay: the pool's default, raised to the
+    model's longest recorded answer in the token estimate the replay server cuts answers by, so
+    that over HTTP every answer comes back whole, as the records runner reads it."""
+    limits = dict.fromkeys(data.all_models, DEFAULT_MAX_TOKENS)
+    for record in data.records:
+        for model, text in record.recorded_texts():
+            limits[model] = max(limits[model], estimate_tokens(text))
+    return limits
+
+
 def replay_pool(
     data: ReplayData,
     base_url: str,
@@ -36,6 +49,7 @@ def replay_pool(
     max_retries: int = 3,
 ) -> PoolConfig:
     entries: list[ModelConfig | dict[str, object]] = []
+    token_limits = answer_token_limits(data)
     for model in models if models is not None else data.all_models:
         price_in, price_out = data.prices.get(model) or LIST_PRICES.get(model, OPEN_MODEL_PRICE)
         entries.append(
@@ -48,6 +62,7 @@ def replay_pool(
                 "max_concurrency": max_concurrency,
                 "timeout": timeout,
                 "max_retries": max_retries,
+                "max_tokens": token_limits.get(model, DEFAULT_MAX_TOKENS),
                 "strengths": "replay of recorded outcomes",
             }
         )

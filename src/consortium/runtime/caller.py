@@ -86,6 +86,9 @@ class CallSummary:
     failed: bool = False
     error_kind: str | None = None
     """Why a failed call failed, in a few words (`AgentError.kind`: `HTTP 503`, `unreachable` …)."""
+    text: str = ""
+    finish_reason: str | None = None
+    """The endpoint's: "length" where it cut the text at `max_tokens`."""
 
 
 class TaskCaller:
@@ -240,7 +243,15 @@ class TaskCaller:
         record.cached = completion.cached
         record.verdict = verdict_of(completion.text) if verdict_of else None
         self.made.append(
-            CallSummary(model, role, usage.prompt_tokens, usage.completion_tokens, cost)
+            CallSummary(
+                model,
+                role,
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                cost,
+                text=completion.text,
+                finish_reason=completion.finish_reason,
+            )
         )
         await self.run.trace(record)
         return completion

@@ -191,7 +191,8 @@ class EnsembleServer:
         headers = _headers(account)
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         answers = [outcome.answer for outcome in outcomes]
-        payload = completion_body(completion_id, self.model_id, answers, "stop", usage)
+        finishes = [_finish_reason(a, c) for a, c in zip(answers, callers, strict=True)]
+        payload = completion_body(completion_id, self.model_id, answers, finishes, usage)
         payload["consortium"] = account
         return FastJSONResponse(payload, headers=headers)
 
@@ -239,7 +240,8 @@ class EnsembleServer:
                     for piece in split_text(outcome.answer, self.stream_pieces):
                         yield writer.chunk({"content": piece})
                 account = {"consortium": self._account([caller]) | _decided([outcome])}
-                yield writer.chunk({}, "stop", _usage([caller]), account)
+                finish = _finish_reason(outcome.answer, caller)
+                yield writer.chunk({}, finish, _usage([caller]), account)
                 yield writer.done()
             finally:
                 if not run.done():  # the client went away: stop spending on its answer
@@ -298,6 +300,13 @@ def _usage(callers: list[TaskCaller]) -> dict[str, int]:
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
     }
+
+
+def _finish_reason(answer: str, caller: TaskCaller) -> str:
+    """The finish_reason of the call whose text is the answer, as its endpoint said it ("length"
+    where it cut the text at `max_tokens`); "stop" for an answer no call gave verbatim."""
+    answering = [c for c in caller.made if not c.failed and c.text == answer]
+    return (answering[-1].finish_reason if answering else None) or "stop"
 
 
 def _decided(outcomes: Sequence[Outcome]) -> dict[str, Any]:
