@@ -43,12 +43,6 @@ LIVE_SETS = (
 )  # fmt: skip
 """Every records set of `make records` but RouterDC's split2 ones, which hold scores and no texts:
 no policy folder is fitted there."""
-VERDICT_GAPS = {
-    "rb_mbpp": "the records task set grades RouterBench MBPP without binding the tested name to "
-    "the answer's function as the import did (records/tasks.py _code_meta sets no bind_name)",
-}
-"""Sets whose live verdicts are known to differ from the import's: the test xfails there, once the
-texts, models, calls, tokens and $ agreed."""
 
 
 @pytest.fixture(scope="module")
@@ -124,8 +118,9 @@ def test_every_kind_live_over_http_equals_the_records_runner_per_question(
     misgraded = []
     for kind, every in zip(kinds, result.per_policy.values(), strict=True):
         # the records runner leaves out a question not every sample of which has our verdict
-        # (RouterBench MBPP's prompts that no MBPP task's tests were joined to); `eval` asks it
-        results = [done for done in every if done.task.id in index]
+        # (RouterBench MBPP's prompts that no MBPP task's tests were joined to); so does `eval`
+        results = list(every)
+        assert {done.task.id for done in results} <= set(index)
         rule = read_policy(tmp_path / kind).rule()
         mismatches = []
         for done in results:
@@ -159,11 +154,8 @@ def test_every_kind_live_over_http_equals_the_records_runner_per_question(
         assert not mismatches, f"{dataset} {kind}: {len(mismatches)} differ, e.g. {mismatches[:3]}"
         figures = read_policy(tmp_path / kind).test
         live = 100 * sum(r.grade.correct for r in results) / len(results)
-        if not any(k == kind for k, _ in misgraded):
-            assert live == pytest.approx(figures.accuracy, abs=1e-3)
+        assert live == pytest.approx(figures.accuracy, abs=1e-3)
         assert len(results) == figures.questions
-    if misgraded and dataset in VERDICT_GAPS:
-        pytest.xfail(f"{VERDICT_GAPS[dataset]} ({len(misgraded)}, e.g. {misgraded[:3]})")
     assert not misgraded, f"{dataset}: the live verdict differs from the records' on {misgraded}"
 
 

@@ -280,5 +280,6 @@ def build_dataset(
         questions=len(questions),
         notes=declared,
         created_by=created_by,
+        binds_tested_name=any(o.task.get("bind_name") for o in outputs) or None,
     )
     return manifest, rows

@@ -10,6 +10,19 @@ import pyarrow as pa
 from consortium.records.schema import COLUMNS
 
 
+def scorable(verdicts: list[bool | None], source_verdicts: list[bool | None]) -> bool:
+    """Whether a question whose samples carry these verdicts (ours, the source's) can be scored:
+    every sample has a verdict; or none has, and the source marks every one wrong (then no
+    answer can be right). A question only some of whose samples have a verdict cannot: counting
+    the others wrong would be a verdict nobody gave."""
+    missing = [verdict is None for verdict in verdicts]
+    if not any(missing):
+        return bool(verdicts)
+    if all(missing):
+        return all(verdict is False for verdict in source_verdicts)
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class OutputRow:
     question_id: str

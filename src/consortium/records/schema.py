@@ -168,11 +168,16 @@ class Manifest(BaseModel):
     None: each question's letters are read from its options (`consortium.tasks.choice`)."""
     sampling: Sampling | None = None
     """Set by `consortium record` (absent in older manifests and in imports)."""
+    binds_tested_name: bool | None = None
+    """True where the import graded MBPP-style programs with the tested function's name bound to
+    the one the answer defined (RouterBench: its prompts name no function), so every later
+    grader of the folder does the same; absent otherwise."""
 
     @model_serializer(mode="wrap")
     def _optional_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """A manifest without a recipe, declared letters or sampling is written as before."""
-        return _without_unset(handler(self), "recipe", "letters", "sampling")
+        """A manifest without a recipe, declared letters, sampling or name binding is written
+        as before."""
+        return _without_unset(handler(self), "recipe", "letters", "sampling", "binds_tested_name")
 
 
 def _without_unset(data: dict[str, Any], *names: str) -> dict[str, Any]:

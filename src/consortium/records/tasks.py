@@ -11,9 +11,10 @@ from consortium.core.errors import TaskSpecError
 from consortium.records.agreement import GradeWarning, grade_warnings
 from consortium.records.errors import RecordsError
 from consortium.records.grading import CodeVerdicts, grade_text
+from consortium.records.rows import scorable
 from consortium.records.schema import AnswerKind
 from consortium.records.split import split_of
-from consortium.records.store import load_records
+from consortium.records.store import Records, load_records
 from consortium.tasks.base import Grade, Task, TaskSet
 from consortium.tasks.code import entry_point
 from consortium.tasks.forms import RECORDS
@@ -55,18 +56,31 @@ class RecordsGrader:
         return Grade(correct, float(correct), f"answer: {(verdict.answer or '')[:100]}")
 
 
+def unscored_questions(records: Records) -> set[str]:
+    """The questions the records runner leaves out (`rows.scorable`: some sample without our
+    verdict), so that a live evaluation scores the same questions as a policy folder states."""
+    rows = records.table.select(["question_id", "correct", "source_correct"]).to_pylist()
+    verdicts: dict[str, tuple[list[bool | None], list[bool | None]]] = {}
+    for row in rows:
+        ours, source = verdicts.setdefault(row["question_id"], ([], []))
+        ours.append(row["correct"])
+        source.append(row["source_correct"])
+    return {question for question, (ours, source) in verdicts.items() if not scorable(ours, source)}
+
+
 def records_tasks(
     folder: str, split: str | None = None
 ) -> tuple[list[Task], AnswerKind, str, list[GradeWarning]]:
-    """The questions of a split, the answer kind, the data set's name, and the warnings on its
-    verdicts (`consortium.records.agreement`)."""
+    """The scored questions of a split (`unscored_questions` left out), the answer kind, the data
+    set's name, and the warnings on its verdicts (`consortium.records.agreement`)."""
     loaded = load_records(folder)
     manifest = loaded.manifest
     seen: dict[str, Task] = {}
+    unscored = unscored_questions(loaded)
     table = loaded.table.select(["question_id", "question", "reference"])
     for row in table.to_pylist():
         question_id = row["question_id"]
-        if question_id in seen:
+        if question_id in seen or question_id in unscored:
             continue
         part = split_of(manifest.dataset, question_id, manifest.split.test_fraction)
         if split not in (None, "all", part):
@@ -76,6 +90,8 @@ def records_tasks(
             meta["letters"] = manifest.letters
         if manifest.answer_kind == "code" and row["reference"]:
             meta |= _code_meta(row["question"], row["reference"])
+            if manifest.binds_tested_name and meta["format"] == "mbpp":
+                meta["bind_name"] = True  # as the import graded them
         seen[question_id] = Task(
             question_id, row["question"], manifest.dataset, part, row["reference"], meta
         )
@@ -101,6 +117,9 @@ def records_task_set(spec: TaskSpec) -> TaskSet:
     if not tasks:
         raise TaskSpecError(f"--tasks records: no questions in {path} (split {split})")
     description = f"{dataset} from records {path} (split {split})"
+    unscored = unscored_questions(load_records(path))
+    if unscored:
+        description += f"; {len(unscored)} questions without a verdict on every sample left out"
     if warnings:
         models = ", ".join(w.model for w in warnings)
         description += f"; our grades disagree with the source's for {models}"

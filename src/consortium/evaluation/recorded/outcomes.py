@@ -13,6 +13,7 @@ import numpy as np
 
 from consortium.coord.answers.classes import NO_ANSWER, AnswerClasses, AnswerKey, Equivalence
 from consortium.records.errors import RecordsError
+from consortium.records.rows import scorable
 from consortium.records.split import split_of
 from consortium.records.store import Records
 
@@ -149,12 +150,7 @@ def build_table(
 
 def _graded(rows: list[dict[str, Any]]) -> bool:
     """Whether a question's samples (`rows`, each with its `correct` verdict) can be scored."""
-    missing = [row["correct"] is None for row in rows]
-    if not any(missing):
-        return bool(rows)
-    if all(missing):  # no verdict at all: scorable only when no answer can be right
-        return all(row["source_correct"] is False for row in rows)
-    return False
+    return scorable([row["correct"] for row in rows], [row["source_correct"] for row in rows])
 
 
 def _nothing_graded(dataset: str, verdicts: Verdicts, rows: list[dict[str, Any]]) -> str:
