@@ -30,8 +30,8 @@ from consortium.cli.options import (
 SERVE_HELP = f"""Serve the ensemble as one OpenAI-compatible model.
 
 Any OpenAI client works unchanged (base_url http://HOST:PORT/v1, model NAME); each answer's
-headers ({", ".join(headers.ANSWER_HEADERS)}) say what it took, who answered and why the policy
-stopped, and every call is in the trace store.
+headers ({", ".join(headers.ANSWER_HEADERS)}) say what it took, who answered, why the policy
+stopped and which models' calls failed, and every call is in the trace store.
 
 Example:
 
