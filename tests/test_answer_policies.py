@@ -27,6 +27,7 @@ from consortium.pool.config import DEFAULT_MAX_TOKENS
 from consortium.records import load_records
 from consortium.records.corpora import RECIPES
 from consortium.records.split import split_of
+from consortium.replay.launch import ReplayServerProcess
 from consortium.train.answer_policy import fit_answer_policy
 from tests.helpers import ReplayServers, SharedRecords
 from tests.test_cli import cli
@@ -323,7 +324,7 @@ def _consortium(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_served_like_one_model_with_who_answered_and_a_dead_endpoint_skipped(
-    folders: dict[str, Path], replay_servers: ReplayServers, tmp_path: Path
+    folders: dict[str, Path], tmp_path: Path
 ) -> None:
     """`serve --policy FOLDER`: the answer is the chosen model's recorded text, verbatim; the
     headers name who answered and why the policy stopped; a model whose endpoint is down is
@@ -345,7 +346,8 @@ def test_served_like_one_model_with_who_answered_and_a_dead_endpoint_skipped(
     }
     pool_file = tmp_path / "replay.toml"
     body = {"model": "consortium", "messages": [{"role": "user", "content": question}]}
-    with replay_servers(None, "--write-pool", str(pool_file), records=[records]):
+    # its own server, not the session's: the test stops it to see every call fail
+    with ReplayServerProcess(None, "--write-pool", str(pool_file), records=[records]):
         with serving(pool_file, tmp_path / "t.db", "--policy", str(policy)) as url:
             reply = httpx.post(f"{url}/chat/completions", json=body, timeout=60)
         assert reply.status_code == 200, reply.text
