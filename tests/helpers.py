@@ -143,8 +143,9 @@ class SharedRecords:
         self.real = real
         self.root = root
 
-    def __call__(self, name: str, limit: int, *, leave_out: tuple[str, ...] = ()) -> Path:
-        """The first `limit` questions of corpus `name`, without the models in `leave_out`."""
+    def __call__(self, name: str, limit: int | None, *, leave_out: tuple[str, ...] = ()) -> Path:
+        """The first `limit` questions of corpus `name` (None: all), without the models in
+        `leave_out`."""
         from filelock import FileLock
 
         from consortium.records import write_records

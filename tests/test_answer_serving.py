@@ -30,14 +30,14 @@ from consortium.core.errors import ConfigError
 from consortium.core.tokens import estimate_tokens
 from consortium.evaluation.entry import EvalConfig, run_evaluation
 from consortium.pool.config import dump_pool, load_pool, parse_pool
-from consortium.records import load_records, write_records
-from consortium.records.corpora import import_corpus
+from consortium.records import load_records
 from consortium.replay.launch import ReplayServerProcess, free_port
 from consortium.runtime.store import TraceStore
 from consortium.runtime.store_records import StageRecord
 from consortium.serve.headers import ANSWER_HEADERS as HEADERS
 from consortium.train.answer_policy import fit_answer_policy
 from consortium.viewer.app import TraceViewer
+from tests.helpers import SharedRecords
 from tests.test_cli import cli, one_line_error
 from tests.test_serve import serve_process, serving
 
@@ -47,9 +47,8 @@ FIRST = "gpt-3.5-turbo"
 
 
 @pytest.fixture(scope="module")
-def records(real: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    manifest, rows = import_corpus("date", real, limit=QUESTIONS)
-    return write_records(tmp_path_factory.mktemp("records") / "date", manifest, rows).folder
+def records(shared_records: SharedRecords) -> Path:
+    return shared_records("date", QUESTIONS)  # the session's import
 
 
 @pytest.fixture(scope="module")

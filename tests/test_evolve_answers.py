@@ -27,8 +27,7 @@ from consortium.evolve.state import EvolveState
 from consortium.evolve.strategies import Plan, Strategy
 from consortium.pool import Pool
 from consortium.pool.config import load_pool
-from consortium.records import load_records, write_records
-from consortium.records.corpora import import_corpus
+from consortium.records import load_records
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.tasks import ReplayGrader
 from consortium.runtime.caller import Caller
@@ -37,6 +36,7 @@ from consortium.tasks.base import Task
 from consortium.tasks.math import MathGrader
 from consortium.tasks.registry import load_task_set
 from consortium.train.answer_policy import fit_answer_policy
+from tests.helpers import SharedRecords
 from tests.test_cli import cli
 from tests.test_serve import serving
 
@@ -47,9 +47,8 @@ QUESTIONS = 40
 
 
 @pytest.fixture(scope="module")
-def date_records(real: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    manifest, rows = import_corpus("date", real, limit=QUESTIONS)
-    return write_records(tmp_path_factory.mktemp("records") / "date", manifest, rows).folder
+def date_records(shared_records: SharedRecords) -> Path:
+    return shared_records("date", QUESTIONS)  # the session's import
 
 
 @pytest.fixture(scope="module")

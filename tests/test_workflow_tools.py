@@ -38,8 +38,7 @@ from consortium.evaluation.results import TaskResult
 from consortium.evaluation.runner import run_policy
 from consortium.pool import Pool
 from consortium.pool.config import load_pool, parse_pool
-from consortium.records import load_records, write_records
-from consortium.records.build import build_dataset
+from consortium.records import load_records
 from consortium.records.corpora import RECIPES
 from consortium.records.tasks import RecordsGrader, records_tasks
 from consortium.runtime.budget import Limits
@@ -168,15 +167,11 @@ def test_the_training_gate_and_shape_accept_tool_steps() -> None:
 
 
 @pytest.fixture(scope="module")
-def gsm8k(real: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def gsm8k(real: Path, shared_records: SharedRecords) -> Path:
     """GSM8K's records of the three chat models the workflows ask (all 1,319 questions, so the
-    split and the first test questions are the full import's)."""
-    recipe = RECIPES["gsm8k"]
-    parts = [p for p in recipe.parts(real) if p.imported.files[0].model in TRIO]
-    manifest, rows = build_dataset(
-        "gsm8k", recipe.kind, parts, licence=recipe.licence, created_by="test"
-    )
-    return write_records(tmp_path_factory.mktemp("gsm8k"), manifest, rows).folder
+    split and the first test questions are the full import's), imported once a session."""
+    models = [part.imported.files[0].model for part in RECIPES["gsm8k"].parts(real)]
+    return shared_records("gsm8k", None, leave_out=tuple(m for m in models if m not in TRIO))
 
 
 @dataclass
