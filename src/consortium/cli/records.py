@@ -47,6 +47,7 @@ def records_import(
     """
     from rich.progress import Progress, TaskID
 
+    from consortium.evaluation.debates.import_lines import debate_import_lines
     from consortium.records.corpora import RECIPES, import_corpus
     from consortium.records.errors import RecordsError
     from consortium.records.report import write_report
@@ -78,7 +79,9 @@ def records_import(
             + (f" --limit {limit}" if limit else "")
             + f" --report {report}"
         )
-        summaries, disagreements = write_report(written, report, command)
+        summaries, disagreements = write_report(
+            written, report, command, debate_import_lines(written)
+        )
         console.print(
             f"wrote {report} ({len(summaries)} data set × model rows, "
             f"{len(disagreements)} disagreements)"
@@ -134,6 +137,7 @@ def records_report(
 
       consortium records report records --report reports/records-import.md
     """
+    from consortium.evaluation.debates.import_lines import debate_import_lines
     from consortium.records.report import write_report
     from consortium.records.store import load_records
 
@@ -148,7 +152,10 @@ def records_report(
     for records in loaded:
         say_grade_warnings(records)
     summaries, disagreements = write_report(
-        loaded, report, f"consortium records report {listed} --report {report}"
+        loaded,
+        report,
+        f"consortium records report {listed} --report {report}",
+        debate_import_lines(loaded),
     )
     console.print(
         f"wrote {report} ({len(summaries)} data set × model rows, "

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from consortium.records.build import Part, Progress, build_dataset
+from consortium.records.debate_corpora import FORD_RECIPES
 from consortium.records.errors import RecordsError
 from consortium.records.importers.humaneval_runs import read_humaneval_runs
 from consortium.records.importers.modelswitch import read_modelswitch
@@ -16,8 +16,9 @@ from consortium.records.importers.motcascade import read_motcascade
 from consortium.records.importers.rereading import read_rereading
 from consortium.records.importers.routerbench import load_mbpp_tests, read_routerbench
 from consortium.records.importers.split2 import read_split2
+from consortium.records.recipes import NO_GRANT, Recipe
 from consortium.records.rows import OutputRow
-from consortium.records.schema import AnswerKind, Manifest
+from consortium.records.schema import Manifest
 
 REREADING = ("Tebmer/Rereading-LLM-Reasoning", "0dbad50be663c2ea8c46334c2f9a086980d3e318")
 MODELSWITCH = ("JianhaoChen-nju/ModelSwitch", "8a2db61821b2447d5ae0bac8cb0fb28cfd2f2e5b")
@@ -25,24 +26,11 @@ MOT = ("MurongYue/LLM_MoT_cascade", "8db97e652d196ce6380927c3b4df8af6d6c09746")
 HUMANEVAL_RUNS = ("jamesmurdza/humaneval-results", "5eac7809fcfedaafeef5cea7f0a5b37783e19704")
 ROUTERDC = ("shuhao02/RouterDC", "0e63989c5bf4363330b8a4616386e3f7f116d9f8")
 
-NO_GRANT = (
-    "no licence file in the source repo: no grant; internal research, evaluation and tests only, "
-    "do not republish"
-)
 CREATED_BY = "consortium records import"
 
 
 def default_root() -> Path:
     return Path(os.environ.get("CONSORTIUM_REAL_OUTPUTS", "../shared/data"))
-
-
-@dataclass(frozen=True)
-class Recipe:
-    dataset: str
-    kind: AnswerKind
-    licence: str
-    parts: Callable[[Path], list[Part]]
-    notes: tuple[str, ...] = ()
 
 
 def _gsm8k(root: Path) -> list[Part]:
@@ -217,6 +205,7 @@ for _name, _choice in (
         _split2(_name, _choice),
         ("RouterDC scores only (no texts, no gold): source_score per model",),
     )
+RECIPES.update(FORD_RECIPES)
 
 
 def import_corpus(
@@ -228,11 +217,20 @@ def import_corpus(
 ) -> tuple[Manifest, list[OutputRow]]:
     if name not in RECIPES:
         raise RecordsError(f"unknown corpus {name!r}; known: {', '.join(RECIPES)}")
-    recipe = RECIPES[name]
+    return import_recipe(RECIPES[name], root, limit=limit, progress=progress)
+
+
+def import_recipe(
+    recipe: Recipe,
+    root: Path | None = None,
+    *,
+    limit: int | None = None,
+    progress: Progress | None = None,
+) -> tuple[Manifest, list[OutputRow]]:
     root = root or default_root()
     if not root.is_dir():
         raise RecordsError(f"real-outputs folder not found: {root} (set CONSORTIUM_REAL_OUTPUTS)")
-    return build_dataset(
+    manifest, rows = build_dataset(
         recipe.dataset,
         recipe.kind,
         recipe.parts(root),
@@ -242,3 +240,4 @@ def import_corpus(
         progress=progress,
         limit=limit,
     )
+    return manifest.model_copy(update={"protocol": recipe.protocol}), rows
