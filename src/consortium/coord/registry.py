@@ -17,7 +17,8 @@ from consortium.pool.config import PoolConfig
 
 POLICY_SPECS = (
     "single:NAME, random, conductor:NAME[:workers=a,b:recursion=1], "
-    "workflow:single|judge-vote|moa|debate|reflect[:models=a,b] or a policy folder"
+    "workflow:single|judge-vote|moa|debate|reflect[:models=a,b], "
+    "debate:models=a,b[:rounds=6:stop=K:lead=M:gate=FOLDER] or a policy folder"
 )
 
 
@@ -84,6 +85,10 @@ def _build(text: str, config: PoolConfig, seed: int, substitutes: dict[str, str]
         return conductor_from_spec(text, config)
     if text.startswith("workflow:"):
         return workflow_from_spec(text, config)
+    if text == "debate" or text.startswith("debate:"):
+        from consortium.coord.debate.spec import debate_from_spec
+
+        return debate_from_spec(text, config)
     if Path(text).is_dir():
         from consortium.coord.answers.folder import (
             is_answer_policy,
