@@ -8,12 +8,25 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-QUESTIONS = [
-    ("Toy question zero?", "(A) left (B) right", "(A)"),
-    ("Toy question one?", "(A) up (B) down", "(B)"),
-    ("Toy question two?", "(A) in (B) out", "(A)"),
-    ("Toy question three?", "(A) hot (B) cold", "(B)"),
-]
+PATTERNS: dict[str, tuple[list[str], str]] = {
+    # kind: (the letters in the order spoken, the file that ends the debate)
+    "agree": (["A", "A"], "round0/toy_agreed"),
+    "gives in": (["A", "B", "B"], "round1_chatgpt/toy_agreed"),
+    "holds": (["A", "B", "A", "B"], "round2_gpt4/toy_candidate"),
+    "talked into": (["B", "A", "B", "B"], "round2_gpt4/toy_agreed"),
+}
+"""Question i follows pattern i % 4: both first answers right (no debate); gpt-4 right and
+gpt-3.5 gives in at turn 1; both hold their answers to the cap (gpt-3.5's, stated first, wins
+the tie: right); gpt-3.5 right and gpt-4 gives in at turn 2 (a wrong answer talked into the right
+one)."""
+
+
+def toy_questions(n: int) -> list[tuple[str, str, str]]:
+    """`n` invented questions, the gold letter of each following its pattern's first answers."""
+    golds = ["(A)", "(B)", "(A)", "(B)"]
+    return [(f"Toy question {i}?", "(A) one way (B) the other", golds[i % 4]) for i in range(n)]
+
+
 SYSTEM = "You are in a toy debate."
 
 
@@ -31,10 +44,15 @@ def explanation(seat: str, index: int, turn: int = 0) -> str:
     return f"{seat} reasons about toy {index}." if turn == 0 else f"{seat} turn {turn} on {index}."
 
 
-def record(index: int, seats: Sequence[str], letters: Sequence[str]) -> dict[str, Any]:
+def record(
+    index: int,
+    seats: Sequence[str],
+    letters: Sequence[str],
+    questions: Sequence[tuple[str, str, str]],
+) -> dict[str, Any]:
     """A debate record of question `index`: the first answers, then one turn per later letter,
     the seats taking turns."""
-    q, options, gold = QUESTIONS[index]
+    q, options, gold = questions[index]
     messages: list[Any] = [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": f"Question: {q}\nChoices: {options}"},
@@ -54,30 +72,46 @@ def record(index: int, seats: Sequence[str], letters: Sequence[str]) -> dict[str
     }
 
 
-def write_toy_ford(root: Path) -> Path:
-    """`root/ford`: gpt-3.5 vs gpt-4 on set `toy`, two later turns at most. Question 0: both first
-    answers right (no debate); 1: gpt-4 right, gpt-3.5 gives in at turn 1; 2: both hold their
-    answers to the cap; 3: gpt-3.5 right, gpt-4 gives in at turn 2 (a wrong answer talked into
-    the right one)."""
+def _file_of(prefix: int, letters: Sequence[str], ending: str, seats: Sequence[str]) -> str:
+    """Where the record of the first `prefix` letters of a debate sits: the ending file for the
+    whole debate, else the candidate file of its last turn."""
+    if prefix == len(letters):
+        return ending
+    later = prefix - len(seats)
+    return (
+        "round0/toy_candidate"
+        if later == 0
+        else f"round{later}_{seats[(later - 1) % 2]}/toy_candidate"
+    )
+
+
+def write_toy_ford(root: Path, n: int = 4) -> Path:
+    """`root/ford`: gpt-3.5 vs gpt-4 on set `toy` (`n` questions following `PATTERNS`), two later
+    turns at most."""
     ford = root / "ford"
-    firsts = {0: ("A", "A"), 1: ("A", "B"), 2: ("A", "B"), 3: ("B", "A")}
-    for s, seat in enumerate(("chatgpt", "gpt4")):
+    questions = toy_questions(n)
+    kinds = list(PATTERNS)
+    seats = ("chatgpt", "gpt4")
+    for s, seat in enumerate(seats):
         rows = [
-            {"Q": q, "A": gold, "O": options, "R": {"text": reply(seat, i, firsts[i][s])}}
-            for i, (q, options, gold) in enumerate(QUESTIONS)
+            {
+                "Q": q,
+                "A": gold,
+                "O": options,
+                "R": {"text": reply(seat, i, PATTERNS[kinds[i % 4]][0][s])},
+            }
+            for i, (q, options, gold) in enumerate(questions)
         ]
         _write(ford / "output" / seat / "toy.jsonl", rows)
+    files: dict[str, list[dict[str, Any]]] = {}
+    for i in range(n):
+        letters, ending = PATTERNS[kinds[i % 4]]
+        for prefix in range(len(seats), len(letters) + 1):
+            name = _file_of(prefix, letters, ending, seats)
+            files.setdefault(name, []).append(record(i, seats, letters[:prefix], questions))
     team = ford / "output" / "debate_chatgpt_gpt4"
-    seats = ("chatgpt", "gpt4")
-    _write(team / "round0/toy_agreed.jsonl", [record(0, seats, ["A", "A"])])
-    _write(
-        team / "round0/toy_candidate.jsonl", [record(i, seats, list(firsts[i])) for i in (1, 2, 3)]
-    )
-    _write(team / "round1_chatgpt/toy_agreed.jsonl", [record(1, seats, ["A", "B", "B"])])
-    _write(
-        team / "round1_chatgpt/toy_candidate.jsonl",
-        [record(2, seats, ["A", "B", "A"]), record(3, seats, ["B", "A", "B"])],
-    )
-    _write(team / "round2_gpt4/toy_agreed.jsonl", [record(3, seats, ["B", "A", "B", "B"])])
-    _write(team / "round2_gpt4/toy_candidate.jsonl", [record(2, seats, ["A", "B", "A", "B"])])
+    names = ["round0/toy_agreed", "round0/toy_candidate", "round1_chatgpt/toy_agreed"]
+    names += ["round1_chatgpt/toy_candidate", "round2_gpt4/toy_agreed", "round2_gpt4/toy_candidate"]
+    for name in names:
+        _write(team / f"{name}.jsonl", files.get(name, []))
     return ford

@@ -1,6 +1,6 @@
 """The learned rule of when to talk: once the first answers differ, features of the question and
-of the first answers' texts → the probability that debating on ends right where taking the first
-answers' pick (the majority, ties to `lead`, the stronger model on train) would not (logistic;
+of the first answers' texts → the probability that debating on ends right where taking the
+stronger model's first answer (`lead`, the stronger on train) would not (logistic;
 fitted on the train split of the disputed questions by `consortium debates fit-gate`). It talks
 when that probability is above `threshold`. The same function of the texts live and on the
 records: it reads only what the policy has (`transcript.Spoken`)."""
@@ -59,7 +59,7 @@ def gate_features(
 class TalkGate:
     speakers: tuple[str, ...]
     lead: str
-    """The stronger model on train: its answer is the first answers' pick on a tie."""
+    """The stronger model on train: where the rule does not talk, its first answer is taken."""
     kind: AnswerKind
     weights: tuple[float, ...]
     mean: tuple[float, ...]

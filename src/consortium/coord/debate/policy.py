@@ -61,8 +61,8 @@ class DebateCoordinator:
             await self._heard(task, reader, model, reply, spoken, said, notes)
         talks = self.gate is None or agreed(said, rule.speakers)
         if not talks and self.gate is not None and not self.gate.talks(task.question, spoken):
-            rule = replace(rule, stop_after=0)
-            notes.append("the learned rule: take the first answers' pick")
+            rule = replace(rule, stop_after=0, pick="lead")
+            notes.append(f"the learned rule: no talk, {rule.lead}'s first answer")
         while (speaker := rule.next_speaker(said)) is not None:
             turn = len(said) - len(rule.speakers) + 1
             reply = await self._ask(task, caller, kind, speaker, spoken, turn)

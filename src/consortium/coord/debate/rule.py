@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,13 +40,16 @@ class DebateRule:
     turn, for at most `max_rounds` turns (`stop_after` stops sooner; `always`: at least one turn
     even when the first answers agree). Without agreement the answer is the one stated most
     often (first answers included); a tie goes to `lead`'s latest answer when it is among the
-    tied, else to the one stated first."""
+    tied, else to the one stated first. `pick="lead"`: without agreement, `lead`'s latest answer
+    (with `stop_after=0`, pick-the-stronger: the stronger model's first answer unless all
+    agree)."""
 
     speakers: tuple[str, ...]
     max_rounds: int
     stop_after: int | None = None
     always: bool = False
     lead: str | None = None
+    pick: Literal["majority", "lead"] = "majority"
 
     def __post_init__(self) -> None:
         if len(self.speakers) < 2 or len(set(self.speakers)) < len(self.speakers):
@@ -54,6 +58,8 @@ class DebateRule:
             raise ValueError("rounds cannot be negative")
         if self.lead is not None and self.lead not in self.speakers:
             raise ValueError(f"lead {self.lead!r} is not one of the debaters")
+        if self.pick == "lead" and self.lead is None:
+            raise ValueError("pick=lead needs a lead")
 
     @property
     def rounds(self) -> int:
@@ -80,12 +86,15 @@ class DebateRule:
         rounds = max(0, len(said) - len(self.speakers))
         if agreed(said, self.speakers):
             return len(said) - 1, f"agreed after {rounds} rounds"
+        lead = latest_answers(said, [self.lead])[0] if self.lead is not None else None
+        if self.pick == "lead" and lead is not None:
+            index = max(i for i, turn in enumerate(said) if turn.speaker == self.lead)
+            return index, f"no agreement after {rounds} rounds: {self.lead}'s answer"
         counts = Counter(turn.answer for turn in said if turn.answer is not None)
         if not counts:
             return None, f"no answer read after {rounds} rounds"
         most = max(counts.values())
         tied = [answer for answer, count in counts.items() if count == most]
-        lead = latest_answers(said, [self.lead])[0] if self.lead is not None else None
         if len(tied) == 1:
             chosen, why = tied[0], "stated most often"
         elif lead in tied:

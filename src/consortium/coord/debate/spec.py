@@ -3,8 +3,8 @@
 the pool's, in pool order, by default); `rounds` caps the later turns, `stop` stops after turn K,
 `lead` takes the ties of an unresolved debate, `always=1` talks even when the first answers
 agree, `answers` names the answer kind (default: each task's own), `gate` a fitted rule of when
-to talk (`consortium debates fit-gate`), which takes the first answers' pick, ties to its
-stronger model, where it says not to talk."""
+to talk (`consortium debates fit-gate`), which takes its stronger model's first answer where it
+says not to talk (and leads the ties of a debate that does not agree)."""
 
 from __future__ import annotations
 

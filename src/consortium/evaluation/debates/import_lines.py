@@ -143,6 +143,8 @@ def debate_import_lines(all_records: Sequence[Records]) -> list[str]:
         "",
         *markdown_table(header, body),
         "",
+        FILES_NOTE,
+        "",
     ]
 
 
@@ -156,5 +158,22 @@ DEBATES_NOTE = (
     "differ), not debated (no debate in this run's files); the later turns recorded; the final "
     "answer's accuracy over all questions with the rule played on our reading of each turn and on "
     "the source's, and how often the two final verdicts agree; then row by row, how often our "
-    "verdict equals the source's, on the debate's turns and on the replies to the question alone."
+    "verdict equals the source's, on the debate's turns and on the replies to the question alone. "
+    "The table above lumps each model's turns and its replies alone, so its warnings come from "
+    "the replies alone: there our choice reader takes the last letter a reply states, and an "
+    "explanation that names the other option after `Answer: A.` is read as that option (and "
+    "text-davinci-003's `the answer (yes or no) is no` as A); the turns end on the answer line, "
+    "where the two readings agree. Every disagreement left on the turns is a turn the source "
+    "read no option from (no answer, or a letter or word that is none of the options, such as "
+    "C of two) and whose explanation names one, which our reader takes."
+)
+FILES_NOTE = (
+    "Files read: every `output/{chatgpt,davinci,gpt4}/<set>.jsonl` (the replies alone) and every "
+    "turn file (`round<k>_<seat>/<set>_{agreed,candidate}<run>.jsonl`) of the three debate "
+    "folders, by the run its suffix names (`round0` without a suffix where a run has none of its "
+    "own). Not read: `round0/<set>_*2.jsonl` of the sets with no run 2 (the first answers read "
+    "again: identical but for 1 ANLI and 4 COPA records), `round1_chatgpt/anli.jsonl` and "
+    "`anli2.jsonl` (two more runs of ANLI's turn 1 that no later turn continues), the "
+    "`backup/` folders (earlier partial turns 1 and 2 of e-CARE and StrategyQA), `gpt4_summary/` "
+    "and `round1_chatgpt/summarize/` (gpt-4's summaries of debates, an ablation, not turns)."
 )
