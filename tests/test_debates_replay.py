@@ -59,8 +59,8 @@ def live_against_recorded(folder: Path, spec: str, rule: DebateRule, tmp_path: P
         played = play(rule, recorded)
         submitted = None if played.final is None else turn_of(recorded, rule, played.final)
         want = (bool(submitted and submitted.correct), submitted and submitted.text, played.calls)
-        outcome = done.outcome
-        got = (done.grade.correct, outcome and outcome.answer, done.calls)
+        answered = (done.outcome.answer if done.outcome else "") or None  # "": no answer read
+        got = (done.grade.correct, answered, done.calls)
         compared += 1
         if got != want:
             differ.append((done.task.id, got[0], got[2], want[0], want[2]))
@@ -155,3 +155,36 @@ def test_parity_on_real_recorded_debates(
     spec = f"debate:models={','.join(speakers)}:rounds={cap}"
     compared = live_against_recorded(tmp_path / "folder", spec, rule, tmp_path)
     assert compared >= (limit or 500) - 10
+
+
+def test_recording_the_debate_from_its_replay_gives_back_its_turns(
+    toy: Path, tmp_path: Path
+) -> None:
+    """`consortium record --protocol debate:…` over the replay of a recorded debate writes the
+    same turns, each after reading the same ones."""
+    import subprocess
+    import sys
+
+    pool = tmp_path / "replay.toml"
+    spec = "debate:models=gpt-3.5-turbo,gpt-4:rounds=2"
+    with ReplayServerProcess(None, "--write-pool", str(pool), records=[toy]):
+        result = subprocess.run(
+            [sys.executable, "-m", "consortium", "record", "--pool", str(pool), "--tasks",
+             f"records:path={toy}", "--protocol", spec, "--out", str(tmp_path / "again"),
+             "--traces", f"sqlite:///{tmp_path / 't.db'}"],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "4 debates, 13 turns (5 after the first answers)" in result.stdout
+
+    def turns(folder: Path) -> set[tuple[object, ...]]:
+        rows = load_records(folder).rows()
+        return {
+            (r.question_id, r.model, r.turn, r.response, r.seen is not None and len(r.seen))
+            for r in rows
+            if r.turn is not None
+        }
+
+    again = load_records(tmp_path / "again")
+    assert again.manifest.protocol is not None and again.manifest.protocol.max_rounds == 2
+    assert turns(tmp_path / "again") == turns(toy)
