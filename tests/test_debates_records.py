@@ -154,3 +154,10 @@ def test_every_real_ford_file_is_read(real: Path) -> None:
         disputed = sum(q.disputed for q in read.questions.values())
         assert (len(read.questions), disputed, len(read.debates)) == counts, (team, name, run)
         assert not [note for note in read.notes if "not read" in note or "no single" in note]
+
+
+def test_the_sample_policies_refuse_a_recorded_debate(toy: Path) -> None:
+    from consortium.evaluation.recorded.tables import outcome_table
+
+    with pytest.raises(RecordsError, match="not samples of the question alone"):
+        outcome_table(load_records(toy))
