@@ -69,7 +69,7 @@ FORD_REPORTED := $(addprefix ford-,$(FORD_TEAMS_1) ecare-gpt35-davinci-run1 piqa
 FORD_FOLDERS := $(addprefix ford-,$(FORD_TEAMS_1) $(foreach set,ecare piqa,$(foreach team,gpt35-davinci gpt35-gpt4,$(foreach run,run1 run2 run3,$(set)-$(team)-$(run)))) ecare-gpt35-davinci-gpt4-run1 piqa-gpt35-davinci-gpt4-run1)
 debates: install
 	$(BIN)/consortium records import --data $(REAL_OUTPUTS) --out records --only $(subst $(space),$(comma),$(FORD_FOLDERS)) --report reports/debates-import.md
-	$(BIN)/consortium debates report $(foreach folder,$(FORD_REPORTED),--records records/$(folder)) --out reports/debates.md
+	$(BIN)/consortium debates report $(foreach folder,$(FORD_REPORTED),--records records/$(folder)) --out reports/debates.md --http
 
 # The recorded corpora in the records format (records/, git-ignored) and the import table.
 records: install

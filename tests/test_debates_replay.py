@@ -5,7 +5,6 @@ recording does not hold is refused with one clear error, never answered."""
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 import httpx
@@ -13,11 +12,11 @@ import pytest
 
 from consortium.coord.debate.rule import DebateRule
 from consortium.coord.debate.transcript import Spoken, turn_messages
-from consortium.evaluation.debates.play import debated_questions, play, turn_of
-from consortium.evaluation.entry import EvalConfig, run_evaluation
+from consortium.evaluation.debates.play import debated_questions, play
 from consortium.records.corpora import import_recipe
 from consortium.records.debate_corpora import debate_recipe
 from consortium.records.store import load_records, write_records
+from consortium.replay.debate_parity import debate_parity
 from consortium.replay.launch import ReplayServerProcess
 from tests.debate_files import write_toy_ford
 
@@ -30,48 +29,17 @@ def toy(tmp_path: Path) -> Path:
     return tmp_path / "toy"
 
 
-def live_against_recorded(folder: Path, spec: str, rule: DebateRule, tmp_path: Path) -> int:
-    """Run `spec` through `eval` over the replay of `folder`; assert that every question whose
-    text is not asked twice comes out as the rule played on the recorded turns; the questions
-    compared."""
-    loaded = load_records(folder)
-    questions = {q.question_id: q for q in debated_questions(loaded)}
-    repeated = {t for t, n in Counter(q.question for q in questions.values()).items() if n > 1}
-    pool = tmp_path / "replay.toml"
-    with ReplayServerProcess(None, "--write-pool", str(pool), records=[folder]):
-        result = run_evaluation(
-            EvalConfig(
-                pool,
-                f"records:path={folder}:split=all",
-                (spec,),
-                baselines=False,
-                traces=f"sqlite:///{tmp_path / 'traces.db'}",
-                concurrency=8,
-            )
-        )
-    (results,) = result.per_policy.values()
-    differ = []
-    compared = 0
-    for done in results:
-        recorded = questions[done.task.id]
-        if recorded.question in repeated:  # the server serves one debate per question text
-            continue
-        played = play(rule, recorded)
-        submitted = None if played.final is None else turn_of(recorded, rule, played.final)
-        want = (bool(submitted and submitted.correct), submitted and submitted.text, played.calls)
-        answered = (done.outcome.answer if done.outcome else "") or None  # "": no answer read
-        got = (done.grade.correct, answered, done.calls)
-        compared += 1
-        if got != want:
-            differ.append((done.task.id, got[0], got[2], want[0], want[2]))
-    assert not differ, f"{len(differ)} of {compared} differ, e.g. {differ[:3]}"
-    return compared
+def live_against_recorded(folder: Path, rule: DebateRule, tmp_path: Path) -> int:
+    """The rule over the HTTP replay of `folder` equals it played in process on every question
+    compared; how many were."""
+    parity = debate_parity(folder, tmp_path, rule)
+    assert parity.equal == parity.compared, parity.differ
+    return parity.compared
 
 
 def test_the_debate_over_the_replay_gives_the_recorded_turns(toy: Path, tmp_path: Path) -> None:
     rule = DebateRule(("gpt-3.5-turbo", "gpt-4"), 2)
-    spec = "debate:models=gpt-3.5-turbo,gpt-4:rounds=2"
-    assert live_against_recorded(toy, spec, rule, tmp_path) == 4
+    assert live_against_recorded(toy, rule, tmp_path) == 4
 
 
 def test_a_debate_the_recording_does_not_hold_stops_where_the_replay_refuses(
@@ -79,8 +47,7 @@ def test_a_debate_the_recording_does_not_hold_stops_where_the_replay_refuses(
 ) -> None:
     # always=1 talks on question 0, whose first answers agreed: no turn was recorded after them
     rule = DebateRule(("gpt-3.5-turbo", "gpt-4"), 2, always=True)
-    spec = "debate:models=gpt-3.5-turbo,gpt-4:rounds=2:always=1"
-    assert live_against_recorded(toy, spec, rule, tmp_path) == 4
+    assert live_against_recorded(toy, rule, tmp_path) == 4
     assert play(rule, debated_questions(load_records(toy))[0]).refused
 
 
@@ -152,8 +119,7 @@ def test_parity_on_real_recorded_debates(
     assert manifest.protocol is not None
     speakers = manifest.protocol.speakers
     rule = DebateRule(tuple(speakers), cap)
-    spec = f"debate:models={','.join(speakers)}:rounds={cap}"
-    compared = live_against_recorded(tmp_path / "folder", spec, rule, tmp_path)
+    compared = live_against_recorded(tmp_path / "folder", rule, tmp_path)
     assert compared >= (limit or 500) - 10
 
 

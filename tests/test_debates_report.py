@@ -51,7 +51,7 @@ def test_the_report_gives_the_outcomes_the_toy_debates_were_built_with(
     toy: Path, tmp_path: Path
 ) -> None:
     result = consortium(
-        "debates", "report", "--records", str(toy), "--out", "debates.md", cwd=tmp_path
+        "debates", "report", "--records", str(toy), "--out", "debates.md", "--http", cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr
     (folder,) = json.loads((tmp_path / "debates.json").read_text())["folders"]
@@ -76,6 +76,8 @@ def test_the_report_gives_the_outcomes_the_toy_debates_were_built_with(
     page = (tmp_path / "debates.md").read_text()
     assert "Pool: replay of recorded debates of real models" in page
     assert "the debate beats the best single" in page
+    assert folder["http"] == {"compared": N, "equal": N, "repeated": 0}
+    assert f"on {N} of {N} questions (100.00 %" in page
 
 
 def test_the_learned_rule_live_over_the_replay_is_the_rule_measured_in_process(

@@ -3,6 +3,7 @@ and the learned rule of when to talk fitted into a folder."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -24,6 +25,14 @@ RecordsOption = Annotated[
 def debates_report(
     records: RecordsOption,
     out: Annotated[Path, typer.Option(help="The report to write (.md, and .json beside it).")],
+    http: Annotated[
+        bool,
+        typer.Option(
+            "--http",
+            help="Also play each folder's recorded debate over the HTTP replay (a server per "
+            "folder, every question) and state how often it equals the report's.",
+        ),
+    ] = False,
 ) -> None:
     """Measure every policy of when to talk on each folder's test split (the vote, pick the
     stronger, the debate, stop after turn k, the learned rule fitted on train) and write the
@@ -38,9 +47,24 @@ def debates_report(
     from consortium.records.store import load_records
 
     figures = [measure_folder(load_records(folder)) for folder in records]
+    if http:
+        figures = [
+            replace(f, http=_over_http(folder)) for f, folder in zip(figures, records, strict=True)
+        ]
     listed = " ".join(f"--records {folder}" for folder in records)
-    write_debates_report(figures, out, f"consortium debates report {listed} --out {out}")
+    flags = " --http" if http else ""
+    write_debates_report(figures, out, f"consortium debates report {listed} --out {out}{flags}")
     console.print(f"wrote {out} ({len(figures)} folders)")
+
+
+def _over_http(folder: Path) -> dict[str, int]:
+    import tempfile
+
+    from consortium.replay.debate_parity import debate_parity
+
+    with tempfile.TemporaryDirectory() as work:
+        parity = debate_parity(folder, Path(work))
+    return {"compared": parity.compared, "equal": parity.equal, "repeated": parity.repeated}
 
 
 @debates_app.command("fit-gate")

@@ -47,3 +47,15 @@ def debate_from_spec(text: str, config: PoolConfig) -> DebateCoordinator:
         raise ConfigError(f"--policy {text!r}: {error}") from None
     kind = answer_kind(options.get("answers"), f"--policy {text!r}: answers")
     return DebateCoordinator(rule, text, kind, gate)
+
+
+def rule_spec(rule: DebateRule) -> str:
+    """The `debate:` spec of a rule (the inverse of `debate_from_spec`, without a gate)."""
+    parts = [f"debate:models={','.join(rule.speakers)}", f"rounds={rule.max_rounds}"]
+    if rule.stop_after is not None:
+        parts.append(f"stop={rule.stop_after}")
+    if rule.lead is not None:
+        parts.append(f"lead={rule.lead}")
+    if rule.always:
+        parts.append("always=1")
+    return ":".join(parts)

@@ -65,6 +65,9 @@ class FolderFigures:
     train_accuracy: dict[str, float] = field(default_factory=dict)
     gate_versus: dict[str, Interval] = field(default_factory=dict)
     """The learned rule against always and never talking (test split)."""
+    http: dict[str, int] = field(default_factory=dict)
+    """The recorded debate over the HTTP replay: questions compared, equal, left out (their
+    text asked twice); empty when not run (`consortium debates report --http`)."""
 
     def row(self, name: str) -> Row:
         return next(r for r in self.rows if r.name == name)

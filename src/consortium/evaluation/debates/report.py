@@ -267,6 +267,24 @@ def target_lines(figures: Sequence[FolderFigures]) -> list[str]:
     return [*lines, "", *_gate_lines(figures)]
 
 
+def _parity_lines(figures: Sequence[FolderFigures]) -> list[str]:
+    """The parity target: the recorded protocol over the HTTP replay, where it was run."""
+    run = [f for f in figures if f.http]
+    if not run:
+        return []
+    compared = sum(f.http["compared"] for f in run)
+    equal = sum(f.http["equal"] for f in run)
+    repeated = sum(f.http["repeated"] for f in run)
+    per = "; ".join(f"{_set(f)} {_team(f)} {f.http['equal']}/{f.http['compared']}" for f in run)
+    return [
+        f"- Parity: the `debate` policy over the HTTP replay of each folder (a server per folder, "
+        f"`replay.debate_parity`) gives the outcome of the recorded protocol played in process "
+        f"(the submitted text, its verdict, the calls) on {equal} of {compared} questions "
+        f"({100 * equal / max(1, compared):.2f} %; {repeated} questions whose text a folder "
+        f"holds twice left out, the server serving one of them): {per}.",
+    ]
+
+
 def debates_markdown(figures: Sequence[FolderFigures], command: str, notes: Sequence[str]) -> str:
     lines = [
         "# When does talking pay? Recorded debates of real models, replayed",
@@ -309,6 +327,7 @@ def debates_markdown(figures: Sequence[FolderFigures], command: str, notes: Sequ
         *give_in_table(figures),
         "",
         *target_lines(figures),
+        *_parity_lines(figures),
         "",
         "## Notes",
         "",
