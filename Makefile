@@ -8,7 +8,7 @@ BENCHMARKS ?= ../shared/data/benchmarks
 REAL_OUTPUTS ?= ../shared/data
 DEMO_ARGS ?=
 
-.PHONY: install demo teams routing-demo test test-all test-cluster lint records coordination bench bench-litellm train compare evolve reliability real real-conductor conductor-adaptive conductor-reachable real-pool real-pool-stop clean
+.PHONY: install demo teams routing-demo test test-all test-cluster lint records coordination debates bench bench-litellm train compare evolve reliability real real-conductor conductor-adaptive conductor-reachable real-pool real-pool-stop clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -70,6 +70,18 @@ coordination: install
 	$(BIN)/consortium coordinate $(foreach set,$(COORD_SETS),--records records/$(set)) --out reports/coordination --generations 25 --routers --transcript-text
 	$(BIN)/consortium coordinate --records records/gsm8k --records records/math --out reports/coordination-optimizers --generations 15 --optimizer-table
 	$(BIN)/consortium coordinate --records records/rb_arc_challenge --records records/rb_mbpp --records records/rb_winogrande --verdicts source --out reports/coordination-rb-source --generations 25 --routers
+
+# FORD's recorded debates of real models (../shared/data/ford): every set, team and run as a
+# records folder (records/, git-ignored) with their import table, then the policies of when to
+# talk on the run of each set and team the report reads (records.debate_corpora.primary_folders).
+comma := ,
+space := $(subst ,, )
+FORD_TEAMS_1 := copa-gpt35-davinci-run1 socialiqa-gpt35-davinci-run1 strategyqa-gpt35-davinci-run1 anli-gpt35-davinci-run1
+FORD_REPORTED := $(addprefix ford-,$(FORD_TEAMS_1) ecare-gpt35-davinci-run1 piqa-gpt35-davinci-run3 ecare-gpt35-gpt4-run3 piqa-gpt35-gpt4-run3 ecare-gpt35-davinci-gpt4-run1 piqa-gpt35-davinci-gpt4-run1)
+FORD_FOLDERS := $(addprefix ford-,$(FORD_TEAMS_1) $(foreach set,ecare piqa,$(foreach team,gpt35-davinci gpt35-gpt4,$(foreach run,run1 run2 run3,$(set)-$(team)-$(run)))) ecare-gpt35-davinci-gpt4-run1 piqa-gpt35-davinci-gpt4-run1)
+debates: install
+	$(BIN)/consortium records import --data $(REAL_OUTPUTS) --out records --only $(subst $(space),$(comma),$(FORD_FOLDERS)) --report reports/debates-import.md
+	$(BIN)/consortium debates report $(foreach folder,$(FORD_REPORTED),--records records/$(folder)) --out reports/debates.md --http
 
 # The recorded corpora in the records format (records/, git-ignored) and the import table.
 records: install

@@ -25,7 +25,7 @@ from consortium.evaluation.recorded.rule_runs import answer_of, play
 from consortium.evaluation.recorded.tables import outcome_table
 from consortium.pool.config import DEFAULT_MAX_TOKENS
 from consortium.records import load_records
-from consortium.records.corpora import RECIPES
+from consortium.records.corpora import BY_DEFAULT, RECIPES
 from consortium.records.split import split_of
 from consortium.replay.launch import ReplayServerProcess
 from consortium.train.answer_policy import fit_answer_policy
@@ -63,7 +63,7 @@ def test_the_live_sets_are_every_records_set_with_texts_one_answer_past_max_toke
 ) -> None:
     scores_only = {name for name, recipe in RECIPES.items() if "scores only" in str(recipe.notes)}
     assert scores_only == {name for name in RECIPES if name.startswith("split2_")}
-    assert set(LIVE_SETS) == set(folders) == set(RECIPES) - scores_only
+    assert set(LIVE_SETS) == set(folders) == set(BY_DEFAULT) - scores_only
     long = []  # answers past the default max_tokens, on test questions the records runner grades
     for name, folder in folders.items():
         rows = load_records(folder).table.select(["question_id", "model", "response", "correct"])

@@ -25,11 +25,15 @@ records_app = typer.Typer(
     help="Recorded outputs of real models in one Parquet format: import, inspect.",
     no_args_is_help=True,
 )
+debates_app = typer.Typer(
+    help="Recorded debates of real models: when does talking pay?", no_args_is_help=True
+)
 app.add_typer(replay_app, name="replay")
 app.add_typer(pool_app, name="pool")
 app.add_typer(traces_app, name="traces")
 app.add_typer(train_app, name="train")
 app.add_typer(records_app, name="records")
+app.add_typer(debates_app, name="debates")
 app.add_typer(local_app, name="local")
 
 # Piped output is not cut to 80 columns, so tables stay whole in files and logs.

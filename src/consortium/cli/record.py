@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from consortium.cli.app import app, console, err_console
 from consortium.cli.options import DEFAULT_TRACES, MaxCostOption, PoolOption, TracesOption
+
+if TYPE_CHECKING:
+    from consortium.pool.config import PoolConfig
+    from consortium.tasks.base import TaskSet
 
 
 @app.command("record")
@@ -41,6 +45,13 @@ def record_command(
         str | None, typer.Option(help="The data set's name (default: the tasks').")
     ] = None,
     traces: TracesOption = DEFAULT_TRACES,
+    protocol: Annotated[
+        str | None,
+        typer.Option(
+            help="Record an exchange instead of samples: debate:models=a,b[:rounds=K…] plays "
+            "the debate on each task and keeps every turn (see --policy debate:…)."
+        ),
+    ] = None,
 ) -> None:
     """Record every model of a pool on a task set, N samples each, in the records format
     (manifest.json + outputs.parquet), graded by the task set's grader. Every finished call is
@@ -59,6 +70,9 @@ def record_command(
     from consortium.tasks.registry import load_task_set
 
     config = load_pool(pool)
+    if protocol is not None:
+        _record_protocol(config, pool, load_task_set(tasks), protocol, out, max_cost)
+        return
     chosen = [name for name in models.split(",") if name] if models else None
     for name in chosen or []:
         config.get(name)  # an unknown name is one clear line
@@ -110,3 +124,30 @@ def record_command(
             highlight=False,
         )
         raise typer.Exit(3)
+
+
+def _record_protocol(
+    config: PoolConfig, pool: Path, tasks: TaskSet, protocol: str, out: Path, max_cost: float | None
+) -> None:
+    from consortium.coord.debate.spec import debate_from_spec
+    from consortium.core.errors import ConfigError
+    from consortium.evaluation.debates.record import DebateRecording, record_debates
+
+    if not protocol.startswith("debate:"):
+        raise ConfigError(f"--protocol {protocol!r}: expected debate:models=a,b[:rounds=K…]")
+    recording = DebateRecording(
+        config,
+        tasks,
+        debate_from_spec(protocol, config),
+        out,
+        pool_source=pool.name,
+        created_by=f"consortium record --protocol {protocol}",
+        max_cost=max_cost,
+    )
+    records = record_debates(recording)
+    turns = records.table.column("turn").to_pylist()
+    console.print(
+        f"{out}: {len(tasks.tasks)} debates, {len(turns)} turns "
+        f"({sum(t is not None and t > 0 for t in turns)} after the first answers)",
+        highlight=False,
+    )

@@ -28,7 +28,11 @@ def records_import(
         "records"
     ),
     only: Annotated[
-        str | None, typer.Option(help="Comma-separated corpora to import (default: all).")
+        str | None,
+        typer.Option(
+            help="Comma-separated corpora to import (default: every corpus of single outputs; "
+            "the recorded debates, ford-*, by name: make debates)."
+        ),
     ] = None,
     limit: Annotated[
         int | None, typer.Option(help="Import only the first N questions of each (quick runs).")
@@ -47,12 +51,13 @@ def records_import(
     """
     from rich.progress import Progress, TaskID
 
-    from consortium.records.corpora import RECIPES, import_corpus
+    from consortium.evaluation.debates.import_lines import debate_import_lines
+    from consortium.records.corpora import BY_DEFAULT, RECIPES, import_corpus
     from consortium.records.errors import RecordsError
     from consortium.records.report import write_report
     from consortium.records.store import write_records
 
-    names = [n for n in only.split(",") if n] if only else list(RECIPES)
+    names = [n for n in only.split(",") if n] if only else list(BY_DEFAULT)
     unknown = [n for n in names if n not in RECIPES]
     if unknown:
         raise RecordsError(f"--only: unknown corpus {unknown[0]!r}; known: {', '.join(RECIPES)}")
@@ -78,7 +83,9 @@ def records_import(
             + (f" --limit {limit}" if limit else "")
             + f" --report {report}"
         )
-        summaries, disagreements = write_report(written, report, command)
+        summaries, disagreements = write_report(
+            written, report, command, debate_import_lines(written)
+        )
         console.print(
             f"wrote {report} ({len(summaries)} data set × model rows, "
             f"{len(disagreements)} disagreements)"
@@ -134,6 +141,7 @@ def records_report(
 
       consortium records report records --report out/records-import.md
     """
+    from consortium.evaluation.debates.import_lines import debate_import_lines
     from consortium.records.report import write_report
     from consortium.records.store import load_records
 
@@ -148,7 +156,10 @@ def records_report(
     for records in loaded:
         say_grade_warnings(records)
     summaries, disagreements = write_report(
-        loaded, report, f"consortium records report {listed} --report {report}"
+        loaded,
+        report,
+        f"consortium records report {listed} --report {report}",
+        debate_import_lines(loaded),
     )
     console.print(
         f"wrote {report} ({len(summaries)} data set × model rows, "

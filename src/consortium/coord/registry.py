@@ -80,6 +80,10 @@ def _build(text: str, config: PoolConfig, seed: int, substitutes: dict[str, str]
         return conductor_from_spec(text, config)
     if text.startswith("workflow:"):
         return workflow_from_spec(text, config)
+    if text == "debate" or text.startswith("debate:"):
+        from consortium.coord.debate.spec import debate_from_spec
+
+        return debate_from_spec(text, config)
     if Path(text).is_dir():
         from consortium.coord.answers.folder import (
             is_answer_policy,

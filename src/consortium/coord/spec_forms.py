@@ -25,6 +25,7 @@ POLICY_FORMS = (
     "random",
     f"conductor:NAME [:KEY=VALUE…] (KEY: {', '.join(CONDUCTOR_OPTIONS)})",
     f"workflow:KIND [:models=a,b] (KIND: {', '.join(WORKFLOW_KINDS)})",
+    "debate:models=a,b [:rounds=6:stop=K:lead=M:gate=FOLDER]",
     "a policy folder (`consortium train coordinator` or `train trinity`)",
 )
 POLICY_SPECS = ", ".join(POLICY_FORMS[:-1]) + " or " + POLICY_FORMS[-1]

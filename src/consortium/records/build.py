@@ -239,6 +239,9 @@ def build_dataset(
                 cost_estimated=output.cost_usd is None,
                 latency_s=output.latency_s,
                 error=output.error,
+                turn=output.turn,
+                seen=output.seen,
+                source_answer=output.source_answer if output.turn is not None else None,
             )
         )
     if any(o.tokens_in is None for o in outputs):

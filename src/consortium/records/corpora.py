@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from consortium.records.build import LIMITED, Part, Progress, build_dataset
+from consortium.records.debate_corpora import FORD_RECIPES
 from consortium.records.errors import RecordsError
 from consortium.records.importers.humaneval_runs import read_humaneval_runs
 from consortium.records.importers.modelswitch import read_modelswitch
@@ -16,8 +16,9 @@ from consortium.records.importers.motcascade import read_motcascade
 from consortium.records.importers.rereading import read_rereading
 from consortium.records.importers.routerbench import load_mbpp_tests, read_routerbench
 from consortium.records.importers.split2 import read_split2
+from consortium.records.recipes import NO_GRANT, Recipe
 from consortium.records.rows import OutputRow
-from consortium.records.schema import AnswerKind, Manifest
+from consortium.records.schema import Manifest
 
 REREADING = ("Tebmer/Rereading-LLM-Reasoning", "0dbad50be663c2ea8c46334c2f9a086980d3e318")
 MODELSWITCH = ("JianhaoChen-nju/ModelSwitch", "8a2db61821b2447d5ae0bac8cb0fb28cfd2f2e5b")
@@ -27,24 +28,11 @@ ROUTERDC = ("shuhao02/RouterDC", "0e63989c5bf4363330b8a4616386e3f7f116d9f8")
 SOURCES = (REREADING, MODELSWITCH, MOT, HUMANEVAL_RUNS, ROUTERDC)
 """Every repository (and commit) the recipes read."""
 
-NO_GRANT = (
-    "no licence file in the source repo: no grant; internal research, evaluation and tests only, "
-    "do not republish"
-)
 CREATED_BY = "consortium records import"
 
 
 def default_root() -> Path:
     return Path(os.environ.get("CONSORTIUM_REAL_OUTPUTS", "../shared/data"))
-
-
-@dataclass(frozen=True)
-class Recipe:
-    dataset: str
-    kind: AnswerKind
-    licence: str
-    parts: Callable[[Path], list[Part]]
-    notes: tuple[str, ...] = ()
 
 
 def _gsm8k(root: Path) -> list[Part]:
@@ -219,6 +207,10 @@ for _name, _choice in (
         _split2(_name, _choice),
         ("RouterDC scores only (no texts, no gold): source_score per model",),
     )
+BY_DEFAULT = tuple(RECIPES)
+"""What `records import` (`make records`) imports without `--only`: every corpus of single
+outputs. The recorded debates (FORD_RECIPES) are imported by name, by `make debates`."""
+RECIPES.update(FORD_RECIPES)
 
 
 def import_corpus(
@@ -230,11 +222,20 @@ def import_corpus(
 ) -> tuple[Manifest, list[OutputRow]]:
     if name not in RECIPES:
         raise RecordsError(f"unknown corpus {name!r}; known: {', '.join(RECIPES)}")
-    recipe = RECIPES[name]
+    return import_recipe(RECIPES[name], root, limit=limit, progress=progress)
+
+
+def import_recipe(
+    recipe: Recipe,
+    root: Path | None = None,
+    *,
+    limit: int | None = None,
+    progress: Progress | None = None,
+) -> tuple[Manifest, list[OutputRow]]:
     root = root or default_root()
     if not root.is_dir():
         raise RecordsError(f"real-outputs folder not found: {root} (set CONSORTIUM_REAL_OUTPUTS)")
-    return build_dataset(
+    manifest, rows = build_dataset(
         recipe.dataset,
         recipe.kind,
         recipe.parts(root),
@@ -244,6 +245,7 @@ def import_corpus(
         progress=progress,
         limit=limit,
     )
+    return manifest.model_copy(update={"protocol": recipe.protocol}), rows
 
 
 def is_project_corpus(manifest: Manifest) -> bool:

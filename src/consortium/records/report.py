@@ -49,8 +49,14 @@ def _percent(hits: int, total: int) -> float | None:
     return round(100.0 * hits / total, 2) if total else None
 
 
+def label(records: Records) -> str:
+    """A data set's name in the table; a recorded debate's folder name (several teams and runs
+    of one data set are imported)."""
+    return records.folder.name if records.manifest.protocol else records.manifest.dataset
+
+
 def summarise(records: Records) -> tuple[list[ModelSummary], list[Disagreement]]:
-    dataset = records.manifest.dataset
+    dataset = label(records)
     columns = ["question_id", "model", "sample", "reference", "answer", "correct", "source_correct"]
     rows = records.table.select([*columns, "cost_usd", "cost_estimated"]).to_pylist()
     summaries: list[ModelSummary] = []
@@ -89,9 +95,10 @@ def _cell(value: float | None) -> str:
 
 
 def write_report(
-    all_records: Sequence[Records], markdown: Path, command: str
+    all_records: Sequence[Records], markdown: Path, command: str, extra: Sequence[str] = ()
 ) -> tuple[list[ModelSummary], list[Disagreement]]:
-    """`markdown`, a .json beside it, and `<stem>-disagreements.csv`."""
+    """`markdown`, a .json beside it, and `<stem>-disagreements.csv`; `extra` lines (a section of
+    their own, e.g. the recorded debates') go after the data sets."""
     summaries: list[ModelSummary] = []
     disagreements: list[Disagreement] = []
     code_sets = {r.manifest.dataset for r in all_records if r.manifest.answer_kind == "code"}
@@ -141,7 +148,7 @@ def write_report(
     for records in all_records:
         m = records.manifest
         lines += [
-            f"### {m.dataset} ({m.answer_kind}, {m.questions} questions, grader: {m.grader})",
+            f"### {label(records)} ({m.answer_kind}, {m.questions} questions, grader: {m.grader})",
             "",
             f"Sources: {'; '.join(f'{s.repo} @ {s.commit[:12]}' for s in m.sources)}. "
             f"Licence: {m.licence}.",
@@ -149,6 +156,7 @@ def write_report(
             *[f"- {note}" for note in m.notes],
             "",
         ]
+    lines += list(extra)
     disagreement_file = markdown.with_name(markdown.stem + "-disagreements.csv")
     lines += [
         f"Every disagreement (question, model, sample, reference, our extracted answer, both "

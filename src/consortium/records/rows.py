@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, fields
 
 import pyarrow as pa
 
-from consortium.records.schema import COLUMNS
+from consortium.records.schema import COLUMNS, TURN_COLUMNS
 
 
 def scorable(verdicts: list[bool | None], source_verdicts: list[bool | None]) -> bool:
@@ -42,6 +42,12 @@ class OutputRow:
     source_score: float | None = None
     latency_s: float | None = None
     error: str | None = None
+    turn: int | None = None
+    """The row's place in a recorded exchange (`schema.TURN_COLUMNS`); None: an ordinary row."""
+    seen: tuple[str, ...] | None = None
+    """The rows of the same question this turn was written after reading (`schema.turn_ref`)."""
+    source_answer: str | None = None
+    """The answer the source read from a turn (`schema.TURN_COLUMNS`; None elsewhere)."""
 
 
 def question_order(question_id: str) -> tuple[int, int | str, str]:
@@ -56,15 +62,22 @@ def row_key(row: OutputRow) -> tuple[tuple[int, int | str, str], str, int]:
 
 def to_table(rows: Iterable[OutputRow]) -> pa.Table:
     """The rows as a table in the one column order, sorted by (question, model, sample) so that
-    the same rows always give the same file."""
+    the same rows always give the same file; with the turn columns only when a row has a turn."""
     ordered = sorted(rows, key=row_key)
+    schema = TURN_COLUMNS if any(row.turn is not None for row in ordered) else COLUMNS
     names = [field.name for field in fields(OutputRow)]
     columns = {name: [getattr(row, name) for row in ordered] for name in names}
-    return pa.Table.from_pydict({f.name: columns[f.name] for f in COLUMNS}, schema=COLUMNS)
+    columns["seen"] = [None if seen is None else list(seen) for seen in columns["seen"]]
+    return pa.Table.from_pydict({f.name: columns[f.name] for f in schema}, schema=schema)
 
 
 def from_table(table: pa.Table) -> list[OutputRow]:
-    return [OutputRow(**row) for row in table.to_pylist()]
+    rows = []
+    for row in table.to_pylist():
+        if row.get("seen") is not None:
+            row["seen"] = tuple(row["seen"])
+        rows.append(OutputRow(**row))
+    return rows
 
 
 def as_dict(row: OutputRow) -> dict[str, object]:

@@ -63,6 +63,26 @@ COLUMNS = pa.schema(
 """Version 1. `source_score` (the source's stored score, e.g. the fraction of 10 samples right)
 and `cost_estimated` (cost computed from the manifest's declared prices) refine the contract."""
 
+TURN_COLUMNS = pa.schema(
+    [
+        *COLUMNS,
+        pa.field("turn", pa.int32()),
+        pa.field("seen", pa.list_(pa.string())),
+        pa.field("source_answer", pa.string()),
+    ]
+)
+"""Version 1 with turns: the columns of a folder that recorded a protocol (`Manifest.protocol`).
+`turn` is the row's place in the recorded exchange (0: the first answers, given to the question
+alone; then one speaker a turn), `seen` the rows it was written after reading, each as
+`model#sample` of the same question (`turn_ref`), `source_answer` the answer the source read from
+the row (beside ours, `answer`). A row without a turn (an ordinary output of the same question)
+has a null turn and seen. A folder without turns keeps the plain `COLUMNS`."""
+
+
+def turn_ref(model: str, sample: int) -> str:
+    """How `seen` names a row of the same question."""
+    return f"{model}#{sample}"
+
 
 class Price(BaseModel):
     """A model's public list price, cited, used where the source records no cost."""
@@ -144,6 +164,22 @@ class Sampling(BaseModel):
     """Per model, from the pool file."""
 
 
+class Protocol(BaseModel):
+    """The exchange a folder's turn rows recorded: who spoke, in which order, and when it stopped.
+    `debate`: every speaker answers the question alone (turn 0, in `speakers` order); while their
+    latest answers differ, one speaker a turn, in `speakers` order, answers again after reading
+    every earlier turn, at most `max_rounds` such turns; then `final` says the answer."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["debate"]
+    speakers: list[str] = Field(min_length=2)
+    max_rounds: int = Field(ge=0)
+    run: str
+    """The recorded run, named (a source may hold several runs of the same exchange)."""
+    final: str
+    """How the answer is read when the speakers still disagree after `max_rounds` turns."""
+
+
 class Manifest(BaseModel):
     """The header of a data set, readable without loading its rows."""
 
@@ -168,6 +204,8 @@ class Manifest(BaseModel):
     None: each question's letters are read from its options (`consortium.tasks.choice`)."""
     sampling: Sampling | None = None
     """Set by `consortium record` (absent in older manifests and in imports)."""
+    protocol: Protocol | None = None
+    """Set when the rows hold the turns of a recorded exchange (`TURN_COLUMNS`)."""
     binds_tested_name: bool | None = None
     """True where the import graded MBPP-style programs with the tested function's name bound to
     the one the answer defined (RouterBench: its prompts name no function), so every later
@@ -175,9 +213,11 @@ class Manifest(BaseModel):
 
     @model_serializer(mode="wrap")
     def _optional_only_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """A manifest without a recipe, declared letters, sampling or name binding is written
-        as before."""
-        return _without_unset(handler(self), "recipe", "letters", "sampling", "binds_tested_name")
+        """A manifest without a recipe, declared letters, sampling, a protocol or name binding
+        is written as before."""
+        return _without_unset(
+            handler(self), "recipe", "letters", "sampling", "protocol", "binds_tested_name"
+        )
 
 
 def _without_unset(data: dict[str, Any], *names: str) -> dict[str, Any]:

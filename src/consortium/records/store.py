@@ -22,6 +22,7 @@ from consortium.records.schema import (
     MANIFEST,
     OUTPUTS,
     SCHEMA_VERSION,
+    TURN_COLUMNS,
     AnswerKind,
     Manifest,
 )
@@ -106,14 +107,20 @@ def load_records(folder: str | Path) -> Records:
 
 
 def _check_table(table: pa.Table, manifest: Manifest, folder: Path) -> None:
-    if table.schema.names != COLUMNS.names:
-        missing = [name for name in COLUMNS.names if name not in table.schema.names]
-        extra = [name for name in table.schema.names if name not in COLUMNS.names]
+    expected = TURN_COLUMNS if "turn" in table.schema.names else COLUMNS
+    if table.schema.names != expected.names:
+        missing = [name for name in expected.names if name not in table.schema.names]
+        extra = [name for name in table.schema.names if name not in expected.names]
         raise RecordsError(
             f"{folder / OUTPUTS}: columns do not match schema version {SCHEMA_VERSION} "
             f"(missing: {', '.join(missing) or '-'}; unexpected: {', '.join(extra) or '-'})"
         )
-    for field in COLUMNS:
+    if manifest.protocol is not None and expected is COLUMNS:
+        raise RecordsError(
+            f"{folder}: the manifest names a recorded {manifest.protocol.kind} but "
+            f"{OUTPUTS} has no turn columns"
+        )
+    for field in expected:
         actual = table.schema.field(field.name).type
         if actual != field.type:
             raise RecordsError(

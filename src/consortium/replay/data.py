@@ -21,9 +21,12 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from consortium.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from consortium.replay.protocol_turns import RecordedDebate
 
 Source = Literal["split2", "routerbench", "records"]
 SOURCES: tuple[Source, ...] = ("split2", "routerbench")
@@ -115,6 +118,9 @@ class ReplayData:
     models: dict[Source, list[str]] = field(default_factory=dict)
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
     """Declared USD per million tokens (in, out) of models whose data carry prices (records)."""
+    debates: dict[str, RecordedDebate] = field(default_factory=dict)
+    """Recorded debates by question text (records folders with a protocol), whose turns the
+    server answers (`consortium.replay.protocol_turns`)."""
 
     def __post_init__(self) -> None:
         for record in self.records:

@@ -9,6 +9,7 @@ from pathlib import Path
 from consortium.records.split import split_of
 from consortium.records.store import load_records
 from consortium.replay.data import RecordedSample, ReplayData, ReplayRecord
+from consortium.replay.protocol_turns import RecordedDebate, joined, recorded_debates
 
 
 def load_records_replay(folders: Sequence[str | Path]) -> ReplayData:
@@ -16,9 +17,11 @@ def load_records_replay(folders: Sequence[str | Path]) -> ReplayData:
     records: list[ReplayRecord] = []
     files: list[str] = []
     prices: dict[str, tuple[float, float]] = {}
+    debates: dict[str, RecordedDebate] = {}
     for folder in folders:
         loaded = load_records(folder)
         manifest = loaded.manifest
+        debates = joined(debates, recorded_debates(loaded))
         for model, price in manifest.prices.items():
             prices.setdefault(model, (price.input_per_mtok, price.output_per_mtok))
         columns = ["question_id", "question", "model", "sample", "response", "correct"]
@@ -48,7 +51,7 @@ def load_records_replay(folders: Sequence[str | Path]) -> ReplayData:
                 )
             )
         files.append(f"{Path(folder).name}/outputs.parquet")
-    return ReplayData(records, files, prices=prices)
+    return ReplayData(records, files, prices=prices, debates=debates)
 
 
 def merged(first: ReplayData, second: ReplayData) -> ReplayData:
@@ -58,4 +61,5 @@ def merged(first: ReplayData, second: ReplayData) -> ReplayData:
         first.files + second.files,
         first.duplicates_dropped + second.duplicates_dropped,
         prices={**first.prices, **second.prices},
+        debates=joined(first.debates, second.debates),
     )

@@ -17,7 +17,6 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,18 +25,20 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from consortium.coord.debate.transcript import TurnRequest, read_turn_request
 from consortium.core.draws import uniform
 from consortium.core.tokens import estimate_tokens
 from consortium.core.wire import (
     SAMPLE_HEADER,
-    ChunkWriter,
     completion_body,
     content_text,
     error_response,
 )
 from consortium.records.errors import SamplesExhausted
 from consortium.replay.behaviour import Coupling, replay_answer
+from consortium.replay.bodies import dropped_halfway, generated, trickle
 from consortium.replay.data import ReplayData, ReplayRecord
+from consortium.replay.protocol_turns import REFUSED
 
 PREFIX_LEN = 32
 
@@ -228,6 +229,9 @@ class ReplayApp:
             return _error(404, f"model {model!r} is not a recorded model", "model_not_found")
         if not isinstance(messages, list) or not messages:
             return _error(400, "messages must be a non-empty list", "invalid_request")
+        turn_request = read_turn_request(messages) if self.data.debates else None
+        if turn_request is not None:
+            return await self._debate_turn(turn_request, model, body)
         record = self.find(messages, model)
         if record is None:
             return _error(
@@ -258,7 +262,7 @@ class ReplayApp:
             )
         if fault == "drop":
             self.stats.faults["dropped"] += 1
-            return StreamingResponse(_dropped_halfway(), media_type="application/json")
+            return StreamingResponse(dropped_halfway(), media_type="application/json")
         if fault == "empty":
             self.stats.faults["empty"] += 1
             return JSONResponse(
@@ -290,6 +294,33 @@ class ReplayApp:
         asked_alone = [content_text(m.get("content")) for m in messages if isinstance(m, dict)]
         if record.samples is not None and asked_alone == [record.question]:
             prompt_tokens = record.samples[model][sample].tokens_in  # as counted when recorded
+        return await self._reply(body, model, text, finish, prompt_tokens, completion_tokens, fault)
+
+    async def _debate_turn(
+        self, request: TurnRequest, model: str, body: dict[str, Any]
+    ) -> Response:
+        """A debate turn: the recorded one, or HTTP 404 `turn_not_recorded` saying why not."""
+        debate = self.data.debates.get(request.question.strip())
+        if debate is None:
+            return _error(404, "no recorded debate of this question", REFUSED)
+        turn = debate.next_turn(request, model)
+        if isinstance(turn, str):
+            self.stats.faults[REFUSED] += 1
+            return _error(404, f"turn not recorded: {turn}", REFUSED)
+        return await self._reply(
+            body, model, turn.text, "stop", turn.tokens_in, turn.tokens_out, None
+        )
+
+    async def _reply(
+        self,
+        body: dict[str, Any],
+        model: str,
+        text: str,
+        finish: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        fault: int | str | None,
+    ) -> Response:
         streaming = bool(body.get("stream"))
         # Streamed, the first token comes after the base latency and the rest as generated.
         delay = self.latency.base_seconds if streaming else self.latency.delay(completion_tokens)
@@ -304,55 +335,19 @@ class ReplayApp:
         }
         if streaming:
             return StreamingResponse(
-                _generated(
+                generated(
                     completion_id, model, text, finish, usage, self.latency.seconds_per_token
                 ),
                 media_type="text/event-stream",
             )
-        body = completion_body(completion_id, model, text, finish, usage)
+        reply = completion_body(completion_id, model, text, finish, usage)
         if fault == "slow":
             self.stats.faults["slow"] += 1
-            payload = json.dumps(body).encode()
+            payload = json.dumps(reply).encode()
             return StreamingResponse(
-                _trickle(payload, self.faults.slow_seconds), media_type="application/json"
+                trickle(payload, self.faults.slow_seconds), media_type="application/json"
             )
-        return JSONResponse(body)
-
-
-async def _generated(
-    completion_id: str,
-    model: str,
-    text: str,
-    finish: str,
-    usage: dict[str, int],
-    seconds_per_token: float,
-) -> AsyncIterator[str]:
-    """Server-sent events token by token (4 characters each, the declared token size), each
-    after `seconds_per_token`, as a generating model sends them."""
-    writer = ChunkWriter(completion_id, model)
-    tokens = [text[i : i + 4] for i in range(0, len(text), 4)] or [""]
-    yield writer.chunk({"role": "assistant", "content": tokens[0]})
-    for token in tokens[1:]:
-        if seconds_per_token > 0:
-            await asyncio.sleep(seconds_per_token)
-        yield writer.chunk({"content": token})
-    yield writer.chunk({}, finish, usage)
-    yield writer.done()
-
-
-async def _trickle(payload: bytes, pause: float, pieces: int = 4) -> AsyncIterator[bytes]:
-    """A whole, correct body, sent in `pieces` parts `pause` seconds apart (a slow stream)."""
-    size = -(-len(payload) // pieces)
-    for start in range(0, len(payload), size):
-        if start:
-            await asyncio.sleep(pause)
-        yield payload[start : start + size]
-
-
-async def _dropped_halfway() -> AsyncIterator[bytes]:
-    """The start of a body, then the connection goes: the server aborts the response."""
-    yield b'{"id": "chatcmpl-dropped", "choices": [{"index": 0, "mess'
-    raise ConnectionResetError("injected fault: connection dropped")
+        return JSONResponse(reply)
 
 
 def exit_with_parent() -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from consortium.coord.answers.keys import agreement_for
 from consortium.evaluation.recorded.outcomes import OutcomeTable, Verdicts, build_table
+from consortium.records.errors import RecordsError
 from consortium.records.store import Records
 from consortium.tasks.code import extract_code
 from consortium.tasks.code_checks import behaviour_key, check_all
@@ -19,6 +20,11 @@ def outcome_table(
     progress: Callable[[int, int], None] | None = None,
     verdicts: Verdicts = "ours",
 ) -> OutcomeTable:
+    if records.manifest.protocol is not None:  # a later turn is no sample of the question alone
+        raise RecordsError(
+            f"{records.folder} holds a recorded {records.manifest.protocol.kind}: its turns are "
+            "not samples of the question alone; measure it with consortium debates report"
+        )
     kind = records.manifest.answer_kind
     if kind != "code":
         key, same = agreement_for(kind)

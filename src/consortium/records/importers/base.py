@@ -33,6 +33,10 @@ class SourceOutput:
     """The response is a program whose printed `ans` is the answer (program-of-thought)."""
     task: dict[str, Any] = field(default_factory=dict)
     """What a grader needs beyond the reference: code format and tests, choice letters."""
+    turn: int | None = None
+    """Its place in a recorded exchange (`records.schema.TURN_COLUMNS`); None: an ordinary row."""
+    seen: tuple[str, ...] | None = None
+    """The rows of the same question the turn was written after reading."""
 
 
 @dataclass
