@@ -155,3 +155,16 @@ def test_hugging_face_offline_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(TaskSpecError, match="offline"):
         read_hf("openai/gsm8k", "test", "main")
+
+
+def test_an_import_and_the_live_grader_give_a_program_the_same_cpu() -> None:
+    """A program's verdict in a records folder and over `eval` come from one CPU limit: at 5 s
+    for the import against the live grader's 10 s, gpt-3.5's answer to RouterBench's mbpp.dev.71
+    (about 5 s of CPU) passed live and passed or failed the import with the machine's load."""
+    from consortium.records.build import IMPORT_LIMITS
+    from consortium.sandbox.session import ThreadSessions
+    from consortium.tasks.code import CodeGrader
+
+    live = CodeGrader().sandbox  # the default sandbox, as `eval`'s records grader runs it
+    assert isinstance(live, ThreadSessions)
+    assert live.sandbox.limits.cpu_seconds == IMPORT_LIMITS.cpu_seconds == 10

@@ -23,12 +23,15 @@ from consortium.sandbox.runner import Sandbox, SandboxLimits
 from consortium.sandbox.session import RunsPython, ThreadSessions
 
 Progress = Callable[[int, int], None]
-IMPORT_LIMITS = SandboxLimits(cpu_seconds=5, wall_seconds=60.0)
-"""Per program graded during an import (HumanEval's own harness allows 3 s); a recorded program
-that loops is wrong after 5 s of CPU. The CPU limit decides: a wall limit near it made a verdict
-depend on how busy the machine was (gpt-4's exhaustive search for HumanEval/129 takes 2.4 s of
-CPU, and timed out on the wall clock of a loaded import). The wall limit only stops a program
-that waits without computing (none of the recorded ones does; one that did would cost 60 s)."""
+IMPORT_LIMITS = SandboxLimits(cpu_seconds=SandboxLimits().cpu_seconds, wall_seconds=60.0)
+"""Per program graded during an import: the CPU limit of the live grader (`tasks.code.CodeGrader`
+on the default sandbox, 10 s), so that an import and `eval` over the replay give a program the
+same verdict. At 5 s (HumanEval's own harness allows 3 s) gpt-3.5's answer to RouterBench's
+mbpp.dev.71, which needs about 5 s of CPU, passed or failed with how busy the machine was. The
+CPU limit decides: a wall limit near it made a verdict depend on load too (gpt-4's exhaustive
+search for HumanEval/129 takes 2.4 s of CPU, and timed out on the wall clock of a loaded import).
+The wall limit only stops a program that waits without computing (none of the recorded ones
+does; one that did would cost 60 s)."""
 PROGRAM_LIMITS = SandboxLimits(cpu_seconds=1, wall_seconds=60.0)
 """Per program-of-thought sample (arithmetic that prints `ans`): the slowest recorded one that
 finishes needs well under 0.1 s of CPU, and those that loop (32 of GSM8K's) were a third of a
