@@ -24,8 +24,8 @@ from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
 from consortium.smallmodels.llamacpp import ServerSettings
 
-LIVE_SETTINGS = ServerSettings(max_tokens=32, n_ctx=1024)
-"""The live llama.cpp pool's settings: short answers, a small context (short questions)."""
+LIVE_SETTINGS = ServerSettings(max_tokens=32, n_ctx=2048)
+"""The live llama.cpp pool's settings: short answers; a context that holds a debate's turns."""
 
 
 class ReplayServers:

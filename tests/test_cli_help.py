@@ -17,7 +17,12 @@ from typer.testing import CliRunner
 from consortium.cli import command
 from consortium.cli.app import app
 from consortium.coord.answers.kind_names import DESCRIPTIONS, FITTED_KINDS
-from consortium.coord.spec_forms import CONDUCTOR_OPTIONS, POLICY_SPECS, WORKFLOW_KINDS
+from consortium.coord.spec_forms import (
+    CONDUCTOR_OPTIONS,
+    DEBATE_OPTIONS,
+    POLICY_SPECS,
+    WORKFLOW_KINDS,
+)
 from consortium.serve.headers import ANSWER_HEADERS
 from consortium.tasks.forms import TASK_FORMS, TASK_SPECS, known_names
 from consortium.tasks.spec import parse_spec
@@ -113,6 +118,8 @@ def test_the_docs_policies_are_of_those_forms() -> None:
             workflow, *options = rest.split(":")
             assert workflow in WORKFLOW_KINDS, spec
             assert all(o.startswith("models=") for o in options), spec
+        elif kind == "debate":
+            assert {o.split("=")[0] for o in rest.split(":")} <= set(DEBATE_OPTIONS), spec
         elif kind == "conductor":
             _, *options = rest.split(":")
             assert {o.split("=")[0] for o in options} <= set(CONDUCTOR_OPTIONS), spec

@@ -7,7 +7,6 @@ accuracy."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,10 +29,10 @@ from consortium.replay.launch import ReplayServerProcess
 from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
 from consortium.smallmodels.files import GEMMA3, SMOLLM2
-from consortium.smallmodels.llamacpp import LlamaCppServers, ServerSettings
+from consortium.smallmodels.llamacpp import LlamaCppServers
 from consortium.tasks.base import Task, TaskSet
 
-pytestmark = [pytest.mark.real, pytest.mark.slow]
+pytestmark = [pytest.mark.real, pytest.mark.e2e]  # a live debate: minutes on 2 cores
 
 SPEAKERS = (SMOLLM2.name, GEMMA3.name)
 QUESTIONS = [
@@ -58,14 +57,12 @@ def tasks() -> TaskSet:
 
 
 @pytest.fixture(scope="module")
-def pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PoolConfig]:
-    try:
-        import llama_cpp  # noqa: F401
-    except ImportError:
-        pytest.fail("llama-cpp-python is not installed: make install; skip with -m 'not real'")
-    settings = ServerSettings(max_tokens=48, n_ctx=2048)
-    with LlamaCppServers(tmp_path_factory.mktemp("llamacpp"), settings=settings) as running:
-        yield running.pool()
+def pool(llama_servers: LlamaCppServers) -> PoolConfig:
+    """The session's llama.cpp pool (tests/conftest.py), each answer allowed 48 tokens: a debate
+    turn gives its reason before its letter."""
+    running = llama_servers.pool()
+    longer = [model.model_copy(update={"max_tokens": 48}) for model in running.models]
+    return running.model_copy(update={"models": longer})
 
 
 @pytest.fixture(scope="module")

@@ -20,12 +20,15 @@ CONDUCTOR_OPTIONS = (
 )
 """The options of `conductor:NAME:key=value…` (`coord.conductor.spec`)."""
 
+DEBATE_OPTIONS = ("models", "rounds", "stop", "lead", "always", "answers", "gate")
+"""The options of `debate:key=value…` (`coord.debate.spec`)."""
+
 POLICY_FORMS = (
     "single:NAME",
     "random",
     f"conductor:NAME [:KEY=VALUE…] (KEY: {', '.join(CONDUCTOR_OPTIONS)})",
     f"workflow:KIND [:models=a,b] (KIND: {', '.join(WORKFLOW_KINDS)})",
-    "debate:models=a,b [:rounds=6:stop=K:lead=M:gate=FOLDER]",
+    f"debate:models=a,b [:KEY=VALUE…] (KEY: {', '.join(DEBATE_OPTIONS[1:])})",
     "a policy folder (`consortium train coordinator` or `train trinity`)",
 )
 POLICY_SPECS = ", ".join(POLICY_FORMS[:-1]) + " or " + POLICY_FORMS[-1]

@@ -16,18 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from consortium.core.answers import final_answer
 from consortium.core.errors import AgentError
 from consortium.core.tokens import estimate_tokens
 from consortium.core.types import user
 from consortium.pool import build_agent
 from consortium.pool.base import Agent
 from consortium.pool.config import ModelConfig, PoolConfig
+from consortium.records.answers import answer_of, task_reference
 from consortium.records.call_traces import call_record
 from consortium.records.errors import RecordsError
 from consortium.records.rows import OutputRow
+from consortium.records.sampling_journal import journal_sampling
 from consortium.records.schema import (
     DATASET_KINDS,
     SCHEMA_VERSION,
@@ -42,16 +41,10 @@ from consortium.records.split import split_rule
 from consortium.records.store import Records, write_records
 from consortium.runtime.store import TraceStore
 from consortium.tasks.base import Task, TaskSet
-from consortium.tasks.choice import Choices, extract_choice
-from consortium.tasks.code import extract_code
-from consortium.tasks.dates import extract_date
-from consortium.tasks.math import extract_answer
 
 JOURNAL = "journal.jsonl"
 STARTED = "journal.started"
 """The date the run began: the prices' date in the manifest, the same after a resume."""
-SETTINGS = "journal.sampling.json"
-"""What the journal's calls were sent with (`Sampling`): a resume must send the same."""
 Key = tuple[str, str, int]
 Progress = Callable[[int, int, float], None]
 """(calls done, calls in all, USD spent)."""
@@ -90,28 +83,6 @@ class RecordResult:
     notes: list[str] = field(default_factory=list)
     run_id: str | None = None
     """The trace store's run holding this recording's calls (None without a store)."""
-
-
-def _answer(kind: AnswerKind, task: Task, text: str) -> str | None:
-    if not text.strip():
-        return None
-    if kind in ("number", "latex"):
-        return extract_answer(text)[0]
-    if kind == "choice":
-        return extract_choice(text, Choices.of(task.question, task.meta.get("letters")))
-    if kind == "date":
-        return extract_date(text)
-    if kind == "code":
-        return extract_code(text)
-    return final_answer(text)
-
-
-def _reference(task: Task) -> str | None:
-    if "test" in task.meta:  # HumanEval: the test program is the reference
-        return str(task.meta["test"])
-    if "test_list" in task.meta:
-        return "\n".join(task.meta["test_list"])
-    return None if task.reference is None else str(task.reference)
 
 
 def read_journal(path: Path) -> dict[Key, OutputRow]:
@@ -215,11 +186,11 @@ class _Recorder:
         return OutputRow(
             question_id=task.id,
             question=task.question,
-            reference=_reference(task),
+            reference=task_reference(task),
             model=config.name,
             sample=sample,
             response=text,
-            answer=_answer(self.kind, task, text) if text is not None else None,
+            answer=answer_of(self.kind, task, text) if text is not None else None,
             correct=correct,
             source_correct=None,
             tokens_in=tokens_in,
@@ -310,51 +281,6 @@ def _sampling(request: RecordRequest, configs: list[ModelConfig]) -> Sampling:
     )
 
 
-def _journal_sampling(out: Path, asked: Sampling) -> Sampling:
-    """The settings of the journal's calls: those asked for, written at the first start; on a
-    resume each call must be sent as the stored ones say (else a RecordsError naming each
-    difference, before any call). `samples` may change: sample k is the same call whatever their
-    number, so more extend the folder and fewer make a part of it. A journal written before the
-    settings were kept takes those asked for."""
-    path = out / SETTINGS
-    stored = asked
-    if (out / JOURNAL).exists() and path.exists():
-        try:
-            stored = Sampling.model_validate_json(path.read_bytes())
-        except ValidationError as error:
-            raise RecordsError(f"{path}: damaged ({error.errors()[0]['msg']})") from None
-    differences = _differences(stored, asked)
-    if differences:
-        raise RecordsError(
-            f"{out}: the journal was recorded with {'; '.join(differences)}; --resume must ask "
-            "the same (or write to another --out)"
-        )
-    merged = asked.model_copy(update={"max_tokens": stored.max_tokens | asked.max_tokens})
-    path.write_text(merged.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    return merged
-
-
-def _differences(stored: Sampling, asked: Sampling) -> list[str]:
-    """Each setting a call of `asked` is sent with otherwise than under `stored`, as
-    'SETTING OLD, not NEW'."""
-
-    def shown(value: float | None) -> str:
-        return "none (the endpoint's default)" if value is None else f"{value:g}"
-
-    labels = {"temperature": "--temperature", "top_p": "top_p"}
-    found = [
-        f"{label} {shown(getattr(stored, name))}, not {shown(getattr(asked, name))}"
-        for name, label in labels.items()
-        if getattr(stored, name) != getattr(asked, name)
-    ]
-    found += [
-        f"max_tokens {stored.max_tokens[name]} for {name} in the pool file, not {tokens}"
-        for name, tokens in asked.max_tokens.items()
-        if stored.max_tokens.get(name, tokens) != tokens
-    ]
-    return found
-
-
 def record(request: RecordRequest, progress: Progress | None = None) -> RecordResult:
     """Run the calls not yet journaled, then write the folder (manifest + outputs.parquet)."""
     if request.samples < 1:
@@ -368,7 +294,7 @@ def record(request: RecordRequest, progress: Progress | None = None) -> RecordRe
             f"{journal} exists: pass --resume to continue that run, or another --out"
         )
     out.mkdir(parents=True, exist_ok=True)
-    sampling = _journal_sampling(out, _sampling(request, configs))
+    sampling = journal_sampling(out, _sampling(request, configs), JOURNAL)
     started = _started_date(out / STARTED)
     done = read_journal(journal)
     resumed = len(done)

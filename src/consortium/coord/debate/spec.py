@@ -13,10 +13,11 @@ from pathlib import Path
 from consortium.coord.conductor.spec import _int, _models, _options, answer_kind
 from consortium.coord.debate.policy import DebateCoordinator
 from consortium.coord.debate.rule import DebateRule
+from consortium.coord.spec_forms import DEBATE_OPTIONS
 from consortium.core.errors import ConfigError
 from consortium.pool.config import PoolConfig
 
-DEBATE_KEYS = {"models", "rounds", "stop", "lead", "always", "answers", "gate"}
+DEBATE_KEYS = set(DEBATE_OPTIONS)
 DEFAULT_ROUNDS = 6
 """The cap of FORD's two-model debates (three turns each)."""
 

@@ -14,7 +14,7 @@ from consortium.coord.conductor.tool_steps import answer_kind_of
 from consortium.coord.debate.policy import DebateCoordinator, DebateRun
 from consortium.pool import Pool
 from consortium.pool.config import PoolConfig
-from consortium.records.recorder import _answer, _reference
+from consortium.records.answers import answer_of, task_reference
 from consortium.records.rows import OutputRow
 from consortium.records.schema import (
     SCHEMA_VERSION,
@@ -64,11 +64,11 @@ def _rows(task: Task, run: DebateRun, recording: DebateRecording) -> list[Output
             OutputRow(
                 question_id=task.id,
                 question=task.question,
-                reference=_reference(task),
+                reference=task_reference(task),
                 model=spoken.speaker,
                 sample=sample,
                 response=text,
-                answer=_answer(kind, task, text) if text is not None else None,
+                answer=answer_of(kind, task, text) if text is not None else None,
                 correct=None if text is None else recording.tasks.grader.grade(task, text).correct,
                 source_correct=None,
                 tokens_in=tokens_in,
