@@ -91,13 +91,18 @@ def checkout_state() -> dict[str, object]:
 
 
 LONGEST_FIRST = (
-    "test_demo.py",
-    "test_own_endpoints.py",
     "test_real_models.py",
-    "test_readme.py",
+    "test_demo.py",
     "test_records_loop.py",
+    "test_readme.py",
+    "test_debates_live.py",
+    "test_own_endpoints.py",
+    "test_grpo.py",
+    "test_routing_training.py",
+    "test_evolve.py",
+    "test_conductor_stages.py",
 )
-"""The files with the longest runs in `make test`'s durations table (minutes each on 2 cores)."""
+"""The files with the most CPU in a run of both tiers (`scripts/test_budget.py`), longest first."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
