@@ -261,3 +261,18 @@ def test_letters_in_a_config_file_are_checked_against_the_options(tmp_path: Path
     records = load_records(tmp_path / "made")
     assert records.manifest.letters == LETTERS
     assert {(r.question_id, r.model): r.correct for r in records.rows()} == gold
+
+
+@pytest.mark.parametrize(
+    ("said", "chosen"),
+    [
+        ("Thus 1 is less than 5. Therefore, the answer (yes or no) is no.", "B"),
+        ("So the answer (yes or no) is yes.", "A"),
+        ("The answer is no.", "B"),
+    ],
+)
+def test_a_stated_option_text_after_a_bracketed_aside_is_read(said: str, chosen: str) -> None:
+    """text-davinci-003's few-shot form on StrategyQA ('the answer (yes or no) is no') was read
+    as yes, the first option text it mentions: 1,310 of the recorded debate rows."""
+    choices = Choices.of("Question: Is 1 more than 5?\nChoices: (A) yes (B) no.", None)
+    assert extract_choice(said, choices) == chosen

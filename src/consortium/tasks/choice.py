@@ -52,8 +52,11 @@ _LETTER_VERBS = frozenset(
 """Words after a capital 'A' that make it a letter ('A is right'), not the article ('A cat')."""
 _PUNCTUATION = re.compile(r"[^\w\s]")
 _STATED_TEXT = re.compile(
-    r"(?:answer|option|choice)\s*(?:is|:|=)\s*[:\s]*(.+)$", re.IGNORECASE | re.MULTILINE
+    r"(?:answer|option|choice)\s*(?:\([^()\n]*\)\s*)?(?:is|:|=)\s*[:\s]*(.+)$",
+    re.IGNORECASE | re.MULTILINE,
 )
+"""'the answer is …', 'answer: …', and 'the answer (yes or no) is …' (text-davinci-003's
+few-shot form on StrategyQA, where the words in brackets are no answer)."""
 
 
 def _plain(text: str) -> str:
