@@ -230,8 +230,8 @@ class _TracingCaller:
 @pytest.mark.parametrize(
     ("threshold", "stop"),
     [
-        (0.8, "stop: accepted at stage 2: scorer p 0.95 ≥ τ 0.80"),
-        (0.99, "stop: every stage asked: scorer p 0.95 < τ 0.99"),
+        (0.8, "stop: accepted at stage 2: scorer p 0.95 >= tau 0.80"),
+        (0.99, "stop: every stage asked: scorer p 0.95 < tau 0.99"),
     ],
 )
 def test_a_cascade_numbers_its_stages_from_one_where_its_stop_reason_names_the_scorer_p(
@@ -253,6 +253,14 @@ def test_a_cascade_numbers_its_stages_from_one_where_its_stop_reason_names_the_s
     assert [row.stage for row in caller.stages] == caller.turns == [1, 2]
     assert stop in outcome.notes and caller.stages[-1].decision == stop
     assert f"scorer p {caller.stages[-1].score:.2f} " in stop  # the column's figure
+    # served, the reason is the x-consortium-stop header: an HTTP header is latin-1 (a 'τ' in
+    # it made `serve` answer 500 to every question a cascade answered)
+    from consortium.serve.server import _decided, _headers
+
+    account = {"calls": 2, "models": ["a", "b"], "roles": [], "cost": 0.0, "task_id": "t"}
+    headers = _headers(account | {"run_id": "r"} | _decided([outcome]))
+    assert headers["x-consortium-stop"] == stop.removeprefix("stop: ")
+    assert all(value.isascii() for value in headers.values())
 
 
 def test_the_mot_cascade_names_the_agreement_it_accepted_at() -> None:
@@ -260,7 +268,7 @@ def test_the_mot_cascade_names_the_agreement_it_accepted_at() -> None:
 
     rule = MotCascade(("a", "b"), "strong", 0.6, {}, {"a": 1, "b": 1})
     decision = rule.decide([Seen("a", 0, 1), Seen("b", 0, 1)])
-    assert decision == Submit(0, "accepted: agreement 1.00 ≥ τ 0.60")
+    assert decision == Submit(0, "accepted: agreement 1.00 >= tau 0.60")
 
 
 def test_a_policy_folder_of_another_schema_or_edited_badly_is_one_line(

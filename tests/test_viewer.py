@@ -372,7 +372,7 @@ def _stage(stage: int, model: str, answer: str | None, chosen: bool) -> dict[str
     return {
         "stage": stage, "model": model, "sample": 0, "status": "answered" if answer else "unread",
         "answer": answer, "checked": None, "score": 0.46, "chosen": chosen,
-        "decision": "stop: every stage asked: scorer p 0.46 < τ 0.80" if stage == 2 else "asked",
+        "decision": "stop: every stage asked: scorer p 0.46 < tau 0.80" if stage == 2 else "asked",
     }  # fmt: skip
 
 

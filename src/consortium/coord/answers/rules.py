@@ -218,7 +218,7 @@ class MotCascade:
             return Submit(weighted_plurality(seen, self.weights), "escalation failed: cheap vote")
         if len(_available(seen)) >= 2 and plurality_share(seen) >= self.threshold:
             share = plurality_share(seen)
-            agreed = f"accepted: agreement {share:.2f} ≥ τ {self.threshold:.2f}"
+            agreed = f"accepted: agreement {share:.2f} >= tau {self.threshold:.2f}"
             return Submit(weighted_plurality(seen, self.weights), agreed)
         return Ask(((self.strong, 0),))
 

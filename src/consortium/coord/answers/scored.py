@@ -61,14 +61,14 @@ class ScorerCascade:
         if asked:
             chosen, p = best_candidate(seen, self.models, np.array(self.scorers[asked - 1]))
             if p >= self.threshold:
-                return Submit(chosen, f"accepted at stage {asked}: {self._compared(p, '≥')}")
+                return Submit(chosen, f"accepted at stage {asked}: {self._compared(p, '>=')}")
             if asked == len(self.order):
                 return Submit(chosen, f"every stage asked: {self._compared(p, '<')}")
         return Ask(((self.order[asked], 0),))
 
     def _compared(self, p: float, relation: str) -> str:
         """The comparison that stopped the cascade, in the words of the stages table's column."""
-        return f"scorer p {p:.2f} {relation} τ {self.threshold:.2f}"
+        return f"scorer p {p:.2f} {relation} tau {self.threshold:.2f}"
 
     def class_scores(self, seen: Sequence[Seen]) -> Mapping[int, float]:
         """The scorer of the stage `seen` reached, on each answer class."""
