@@ -65,8 +65,7 @@ def main() -> None:
     rows = read_rows(args.folder)
     files = per_file(rows)
     total = sum(entry[1] for entry in files)
-    sessions = sum(float(row["cpu"]) for row in rows if row["kind"] == "session")  # type: ignore[arg-type]
-    print(f"CPU in tests {total / 60:.1f} min; pytest processes in all {sessions / 60:.1f} min")
+    print(f"CPU in the tests' set-ups, calls and tear-downs: {total / 60:.1f} min")
     print(f"\n{'CPU s':>8} {'wall s':>8} {'tests':>6}  file")
     for name, cpu, wall, count in files[: args.top]:
         print(f"{cpu:8.1f} {wall:8.1f} {count:6d}  {name}")

@@ -77,9 +77,6 @@ class BudgetRecorder:
             self.write(kind="fixture", fixture=fixturedef.argname, scope=fixturedef.scope,
                        file=where, cpu=cpu_seconds() - start)  # fmt: skip
 
-    def pytest_sessionfinish(self) -> None:
-        self.write(kind="session", cpu=cpu_seconds())
-
 
 def pytest_configure(config: pytest.Config) -> None:
     folder = os.environ.get(BUDGET_ENV)
