@@ -8,7 +8,7 @@ BENCHMARKS ?= ../shared/data/benchmarks
 REAL_OUTPUTS ?= ../shared/data
 DEMO_ARGS ?=
 
-.PHONY: install demo teams routing-demo test test-all test-cluster lint records coordination debates bench bench-litellm train compare evolve reliability real real-conductor conductor-adaptive conductor-reachable real-pool real-pool-stop clean
+.PHONY: install demo teams routing-demo test test-all pytest-fast pytest-all test-cluster lint records coordination debates bench bench-litellm train compare evolve reliability real real-conductor conductor-adaptive conductor-reachable real-pool real-pool-stop clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,12 +51,20 @@ lint: install
 TEST_ENV := CONSORTIUM_REPLAY_DATA=$(REPLAY_DATA) CONSORTIUM_BENCHMARKS=$(BENCHMARKS)
 PYTEST := $(BIN)/pytest -q -n 2 --dist loadfile --durations=15
 
-test: lint
+# Lint and the tests run side by side (the tests leave a core idle while they wait on servers);
+# each one's output comes whole when it ends (--output-sync), and either one failing fails both.
+test:
 	bash scripts/system-deps.sh
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint pytest-fast
+
+test-all:
+	bash scripts/system-deps.sh
+	$(MAKE) --no-print-directory -j2 --output-sync=target lint pytest-all
+
+pytest-fast: install
 	$(TEST_ENV) $(PYTEST) -m "not cluster and not e2e"
 
-test-all: lint
-	bash scripts/system-deps.sh
+pytest-all: install
 	$(TEST_ENV) $(PYTEST) -m "not cluster"
 
 # A Ray head + two worker nodes (`ray start`) and a PostgreSQL server, on loopback: a few minutes.

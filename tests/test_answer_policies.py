@@ -44,6 +44,8 @@ LIVE_SETS = (
 )  # fmt: skip
 """Every records set of `make records` but RouterDC's split2 ones, which hold scores and no texts:
 no policy folder is fitted there."""
+CODE_SETS = ("humaneval", "rb_mbpp")
+"""The sets whose answers are programs, checked in the sandbox (the e2e tier runs them)."""
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +82,14 @@ def test_the_live_sets_are_every_records_set_with_texts_one_answer_past_max_toke
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("dataset", LIVE_SETS)
+@pytest.mark.parametrize(
+    "dataset",
+    # the code sets run every answer's checks in the sandbox (a minute each): the e2e tier
+    [
+        pytest.param(name, marks=pytest.mark.e2e) if name in CODE_SETS else name
+        for name in LIVE_SETS
+    ],
+)
 def test_every_kind_live_over_http_equals_the_records_runner_per_question(
     folders: dict[str, Path], dataset: str, replay_servers: ReplayServers, tmp_path: Path
 ) -> None:

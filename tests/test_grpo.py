@@ -133,7 +133,7 @@ async def test_grpo_trains_a_tiny_conductor_that_then_conducts(
     assert 0 < calls[0]["completion_tokens"] <= 16
 
 
-@pytest.mark.slow
+@pytest.mark.e2e  # GRPO steps on the 135M GGUF model: a minute of CPU
 def test_grpo_takes_the_pinned_gguf_instruct_model_as_base(
     workers: PoolConfig, replay_data: ReplayData, tmp_path: Path
 ) -> None:
