@@ -165,3 +165,10 @@ def test_docs_commands_name_real_subcommands_and_options() -> None:
                     assert option in known, f"{page.name}: {line}: no option {option}"
             checked += 1
     assert checked >= 30
+
+
+def test_reports_readme_lists_every_report() -> None:
+    """reports/README.md names each report's command, pool and minutes: one row per file."""
+    listed = re.findall(r"^\| ([\w.-]+\.md) \|", (ROOT / "reports/README.md").read_text(), re.M)
+    present = sorted(p.name for p in (ROOT / "reports").glob("*.md") if p.name != "README.md")
+    assert sorted(listed) == present
