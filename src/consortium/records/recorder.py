@@ -25,6 +25,7 @@ from consortium.pool.config import ModelConfig, PoolConfig
 from consortium.records.answers import answer_of, task_reference
 from consortium.records.call_traces import call_record
 from consortium.records.errors import RecordsError
+from consortium.records.live_pool import live_pool_provenance
 from consortium.records.rows import OutputRow
 from consortium.records.sampling_journal import journal_sampling
 from consortium.records.schema import (
@@ -32,10 +33,7 @@ from consortium.records.schema import (
     SCHEMA_VERSION,
     AnswerKind,
     Manifest,
-    Price,
     Sampling,
-    Source,
-    SourceFile,
 )
 from consortium.records.split import split_rule
 from consortium.records.store import Records, write_records
@@ -354,28 +352,10 @@ def _manifest(
         schema_version=SCHEMA_VERSION,
         dataset=recorder.dataset,
         answer_kind=recorder.kind,
-        sources=[
-            Source(
-                repo=f"live pool ({request.pool_source})",
-                commit="",
-                files=[
-                    SourceFile(path=JOURNAL, model=c.name, note=f"{c.base_url} model {c.model}")
-                    for c in configs
-                ],
-            )
-        ],
-        licence="outputs of the pool's models; their providers' terms apply",
-        grader=f"{type(request.tasks.grader).__module__}.{type(request.tasks.grader).__name__}",
+        **live_pool_provenance(
+            configs, request.pool_source, JOURNAL, started, request.tasks.grader
+        ),
         split=split_rule(),
-        prices={
-            c.name: Price(
-                input_per_mtok=c.price_in,
-                output_per_mtok=c.price_out,
-                source=f"declared in {request.pool_source}",
-                date=started,
-            )
-            for c in configs
-        },
         models=[c.name for c in configs],
         questions=len(request.tasks.tasks),
         notes=[

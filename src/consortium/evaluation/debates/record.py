@@ -15,14 +15,12 @@ from consortium.coord.debate.policy import DebateCoordinator, DebateRun
 from consortium.pool import Pool
 from consortium.pool.config import PoolConfig
 from consortium.records.answers import answer_of, task_reference
+from consortium.records.live_pool import live_pool_provenance
 from consortium.records.rows import OutputRow
 from consortium.records.schema import (
     SCHEMA_VERSION,
     Manifest,
-    Price,
     Protocol,
-    Source,
-    SourceFile,
     turn_ref,
 )
 from consortium.records.split import split_rule
@@ -114,28 +112,8 @@ def record_debates(recording: DebateRecording) -> Records:
         schema_version=SCHEMA_VERSION,
         dataset=tasks[0].dataset,
         answer_kind=recording.debate.kind or answer_kind_of(tasks[0]),
-        sources=[
-            Source(
-                repo=f"live pool ({recording.pool_source})",
-                commit="",
-                files=[
-                    SourceFile(path="", model=c.name, note=f"{c.base_url} model {c.model}")
-                    for c in configs
-                ],
-            )
-        ],
-        licence="outputs of the pool's models; their providers' terms apply",
-        grader=f"{type(recording.tasks.grader).__module__}.{type(recording.tasks.grader).__name__}",
+        **live_pool_provenance(configs, recording.pool_source, "", today, recording.tasks.grader),
         split=split_rule(),
-        prices={
-            c.name: Price(
-                input_per_mtok=c.price_in,
-                output_per_mtok=c.price_out,
-                source=f"declared in {recording.pool_source}",
-                date=today,
-            )
-            for c in configs
-        },
         models=list(rule.speakers),
         questions=len(tasks),
         notes=[f"the debate {recording.debate.name}, played live on {today}"],
