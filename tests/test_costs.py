@@ -9,7 +9,7 @@ import numpy as np
 from consortium.evaluation.results import TaskResult
 from consortium.evolve.guards import GuardConfig, Measured, judge
 from consortium.evolve.measure import measured
-from consortium.evolve.report import _readable_scale
+from consortium.evolve.report_plots import _readable_scale
 from consortium.tasks.base import Grade, Task
 
 

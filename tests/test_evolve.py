@@ -37,7 +37,8 @@ from consortium.evolve.proposals import (
     RoundContext,
     Templates,
 )
-from consortium.evolve.report import pareto_front, write_report
+from consortium.evolve.report import write_report
+from consortium.evolve.report_plots import pareto_front
 from consortium.evolve.state import EvolveState
 from consortium.evolve.strategies import Plan, Strategy, StrategyCoordinator
 from consortium.pool import Pool

@@ -5,13 +5,20 @@ cost–accuracy Pareto frontier)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from consortium.core.costs import unit
 from consortium.evaluation.tables import markdown_table, percent
+from consortium.evolve.report_plots import plot
 
 if TYPE_CHECKING:
-    from consortium.evolve.state import EvolveState, FinalComparison, RoundSummary
+    from consortium.evolve.state import (
+        Candidate,
+        EvolveState,
+        FinalComparison,
+        RoundSummary,
+        SplitSummary,
+    )
 
 
 def _usd(value: float) -> str:
@@ -30,17 +37,6 @@ def _amount(value: float, measure: str) -> str:
     if measure == "seconds":
         return f"{value:.1f} s"
     return f"{_usd(value)} USD"
-
-
-def pareto_front(points: list[tuple[str, float, float]]) -> list[tuple[str, float, float]]:
-    """Points (name, cost, accuracy) no other point beats on both (cheaper-or-equal and more
-    accurate, or strictly cheaper and as accurate), by increasing cost."""
-    front = [
-        p
-        for p in points
-        if not any((q[1] <= p[1] and q[2] > p[2]) or (q[1] < p[1] and q[2] >= p[2]) for q in points)
-    ]
-    return sorted(front, key=lambda p: p[1])
 
 
 def _final_pool(final: FinalComparison, final_limit: int | None = None) -> str:
@@ -103,23 +99,39 @@ def _cost_per_point(final: FinalComparison, measure: str = "usd") -> str:
 
 
 def to_markdown(state: EvolveState) -> str:
-    config, rounds, final = state.config, state.rounds, state.final
-    guard, measure = config["guard"], _measure(state)
-    lines = [
+    lines = _header_lines(state)
+    lines += _rounds_lines(state.rounds)
+    lines += _adopted_lines(state.rounds, _measure(state))
+    lines += _serving_lines(state)
+    lines += _rejected_lines(state.rounds, _measure(state))
+    if state.final:
+        lines += _final_lines(state, state.final)
+    if state.rounds:
+        lines += _collaboration_lines(state.rounds[-1])
+    return "\n".join(lines) + "\n"
+
+
+def _header_lines(state: EvolveState) -> list[str]:
+    """The title, the pool and tasks, and the run's batches, guards, cost measure and caps."""
+    config = state.config
+    guard = config["guard"]
+    return [
         "# Evolve report",
         "",
         f"Pool: {state.pool}. Tasks: {state.tasks}.",
         f"Tuning batch {config['tuning_batch']}, held-out batch {config['heldout_batch']} per "
         f"round, seed {config['seed']}. Guards: {guard['test']} test, alpha {guard['alpha']}, "
         f"margin {guard['margin']}; cheaper-by {guard['cheaper_by']:.0%} with non-inferiority "
-        f"{guard['noninferiority']}; cost measured in {unit(measure)}; caps: cost/task "
+        f"{guard['noninferiority']}; cost measured in {unit(_measure(state))}; caps: cost/task "
         f"{guard['max_cost_per_task'] or 'none'}, "
         f"calls/task {guard['max_calls_per_task'] or 'none'}. Grading: the task set's external "
         "grader only.",
         "",
-        "## Rounds (incumbent at the start of each round)",
-        "",
     ]
+
+
+def _rounds_lines(rounds: list[RoundSummary]) -> list[str]:
+    """One row per round: the incumbent's accuracy and cost, its candidates, what was adopted."""
     rows = []
     for summary in rounds:
         adopted = next((c for c in summary.candidates if c.adopted), None)
@@ -137,50 +149,76 @@ def to_markdown(state: EvolveState) -> str:
             ]
         )
     header = ["round", "incumbent", "tuning %", "held-out %", "USD/task", "calls/task"]
-    lines += markdown_table([*header, "candidates", "adopted", "flag"], rows)
-    lines += ["", "## Adopted changes and their evidence", ""]
+    return [
+        "## Rounds (incumbent at the start of each round)",
+        "",
+        *markdown_table([*header, "candidates", "adopted", "flag"], rows),
+    ]
+
+
+def _adopted_lines(rounds: list[RoundSummary], measure: str) -> list[str]:
+    """Each adopted change with its rationale, its strategy, its paired evidence and the policy
+    folders it was written as."""
+    lines = ["", "## Adopted changes and their evidence", ""]
     any_adopted = False
     for summary in rounds:
         for candidate in summary.candidates:
             if not candidate.adopted:
                 continue
             any_adopted = True
-            e = candidate.evidence
-            lines += [
-                f"### Round {summary.round}: {candidate.proposer} → {candidate.strategy_id}",
-                "",
-                candidate.rationale,
-                "",
-                *[f"- {line}" for line in candidate.strategy.describe()],
-                "",
-                f"Evidence ({e.tasks} held-out tasks, paired): "
-                f"{percent(e.incumbent_accuracy)}% → {percent(e.candidate_accuracy)}% "
-                f"({e.difference * 100:+.1f} points, 95% CI "
-                f"[{e.ci_low * 100:+.1f}, {e.ci_high * 100:+.1f}], {e.wins} wins / "
-                f"{e.losses} losses, p = {e.p_value:.3g} {e.test}); cost "
-                f"{_amount(e.incumbent_cost, measure)} → "
-                f"{_amount(e.candidate_cost, measure)}/task, calls "
-                f"{e.incumbent_calls:.2f} → {e.candidate_calls:.2f}; tuning difference "
-                f"{(e.tuning_difference or 0) * 100:+.1f} points. "
-                f"Adopted: {candidate.reason}.",
-                "",
-            ]
-            lines += [
-                f"Written as a policy folder for {cluster}: `{folder}` "
-                f"(`consortium serve --pool POOL --policy {folder}`).\n"
-                for cluster, folder in sorted(summary.served.items())
-            ]
+            lines += _adoption_lines(summary, candidate, measure)
     if not any_adopted:
         lines += ["No change passed the guards.", ""]
+    return lines
+
+
+def _adoption_lines(summary: RoundSummary, candidate: Candidate, measure: str) -> list[str]:
+    e = candidate.evidence
+    lines = [
+        f"### Round {summary.round}: {candidate.proposer} → {candidate.strategy_id}",
+        "",
+        candidate.rationale,
+        "",
+        *[f"- {line}" for line in candidate.strategy.describe()],
+        "",
+        f"Evidence ({e.tasks} held-out tasks, paired): "
+        f"{percent(e.incumbent_accuracy)}% → {percent(e.candidate_accuracy)}% "
+        f"({e.difference * 100:+.1f} points, 95% CI "
+        f"[{e.ci_low * 100:+.1f}, {e.ci_high * 100:+.1f}], {e.wins} wins / "
+        f"{e.losses} losses, p = {e.p_value:.3g} {e.test}); cost "
+        f"{_amount(e.incumbent_cost, measure)} → "
+        f"{_amount(e.candidate_cost, measure)}/task, calls "
+        f"{e.incumbent_calls:.2f} → {e.candidate_calls:.2f}; tuning difference "
+        f"{(e.tuning_difference or 0) * 100:+.1f} points. "
+        f"Adopted: {candidate.reason}.",
+        "",
+    ]
+    lines += [
+        f"Written as a policy folder for {cluster}: `{folder}` "
+        f"(`consortium serve --pool POOL --policy {folder}`).\n"
+        for cluster, folder in sorted(summary.served.items())
+    ]
+    return lines
+
+
+def _serving_lines(state: EvolveState) -> list[str]:
+    """The `serve` command for each cluster's policy folder of the evolved strategy, if any."""
     serving = state.serving()
-    if serving:
-        lines += ["## The evolved strategy as policy folders", ""]
-        lines += [
+    if not serving:
+        return []
+    return [
+        "## The evolved strategy as policy folders",
+        "",
+        *[
             f"- {cluster}: `consortium serve --pool POOL --policy {folder}`"
             for cluster, folder in sorted(serving.items())
-        ]
-        lines += [""]
-    lines += ["## Rejected candidates", ""]
+        ],
+        "",
+    ]
+
+
+def _rejected_lines(rounds: list[RoundSummary], measure: str) -> list[str]:
+    """One row per rejected candidate: its differences, p, cost, overfit flag and the reason."""
     rejected = [
         [
             str(s.round),
@@ -197,89 +235,81 @@ def to_markdown(state: EvolveState) -> str:
         for c in s.candidates
         if not c.adopted
     ]
-    lines += (
-        markdown_table(
-            [
-                "round",
-                "proposer",
-                "id",
-                "tuning Δ",
-                "held-out Δ",
-                "p",
-                "cost/task",
-                "overfit",
-                "reason",
-            ],
-            rejected,
+    header = ["round", "proposer", "id", "tuning Δ", "held-out Δ", "p", "cost/task", "overfit"]
+    table = markdown_table([*header, "reason"], rejected) if rejected else ["None."]
+    return ["## Rejected candidates", "", *table]
+
+
+def _final_lines(state: EvolveState, final: FinalComparison) -> list[str]:
+    """Every strategy of the run and every single model on the final tasks, first vs final
+    (paired), the verdict, the cost per extra point and the two plots."""
+    pool = _final_pool(final, state.config.get("final_limit"))
+    table = [
+        _final_row(
+            f"strategy {s.strategy_id}"
+            + (" (first)" if i == 0 else "")
+            + (" (final)" if i == len(final.strategies) - 1 else ""),
+            s,
         )
-        if rejected
-        else ["None."]
-    )
-    if final:
-        pool = _final_pool(final, config.get("final_limit"))
-        lines += ["", f"## Final comparison: the {pool} ({final.tasks} tasks)", ""]
-        table = [
-            [
-                f"strategy {s.strategy_id}"
-                + (" (first)" if i == 0 else "")
-                + (" (final)" if i == len(final.strategies) - 1 else ""),
-                percent(s.accuracy),
-                _usd(s.cost_per_task),
-                f"{s.tokens_per_task:,.0f}",
-                f"{s.seconds_per_task:.2f}",
-                f"{s.calls_per_task:.2f}",
-                str(s.errors),
-            ]
-            for i, s in enumerate(final.strategies)
+        for i, s in enumerate(final.strategies)
+    ]
+    table += [_final_row(f"single:{m}", s) for m, s in final.singles.items()]
+    header = ["policy", "accuracy %", "USD/task", "tokens/task", "s/task", "calls/task"]
+    e = final.first_vs_final
+    return [
+        "",
+        f"## Final comparison: the {pool} ({final.tasks} tasks)",
+        "",
+        *markdown_table([*header, "errors"], table),
+        "",
+        f"First vs final (paired): {e.difference * 100:+.1f} points, 95% CI "
+        f"[{e.ci_low * 100:+.1f}, {e.ci_high * 100:+.1f}], p = {e.p_value:.3g} "
+        f"({e.test}).",
+        "",
+        _verdict(final, _measure(state)),
+        "",
+        _cost_per_point(final, _measure(state)),
+        "",
+        "![held-out accuracy and cost per round](rounds.png)",
+        "",
+        "![cost–accuracy Pareto frontier](pareto.png)",
+    ]
+
+
+def _final_row(name: str, s: SplitSummary) -> list[str]:
+    return [
+        name,
+        percent(s.accuracy),
+        _usd(s.cost_per_task),
+        f"{s.tokens_per_task:,.0f}",
+        f"{s.seconds_per_task:.2f}",
+        f"{s.calls_per_task:.2f}",
+        str(s.errors),
+    ]
+
+
+def _collaboration_lines(last: RoundSummary) -> list[str]:
+    """How the incumbent's team worked in the last round, per cluster, on the held-out batch."""
+    collab = [
+        [
+            cluster,
+            percent(c.accuracy),
+            _usd(c.cost_per_task),
+            f"{c.calls_per_task:.2f}",
+            percent(c.escalation_rate),
+            percent(c.disagreement_rate),
+            ", ".join(f"{k} {v}" for k, v in sorted(c.right_answers_by.items())),
+            f"{percent(c.verifier_precision)} / {percent(c.verifier_recall)}",
         ]
-        table += [
-            [
-                f"single:{m}",
-                percent(s.accuracy),
-                _usd(s.cost_per_task),
-                f"{s.tokens_per_task:,.0f}",
-                f"{s.seconds_per_task:.2f}",
-                f"{s.calls_per_task:.2f}",
-                str(s.errors),
-            ]
-            for m, s in final.singles.items()
-        ]
-        header = ["policy", "accuracy %", "USD/task", "tokens/task", "s/task", "calls/task"]
-        lines += markdown_table([*header, "errors"], table)
-        e = final.first_vs_final
-        lines += [
-            "",
-            f"First vs final (paired): {e.difference * 100:+.1f} points, 95% CI "
-            f"[{e.ci_low * 100:+.1f}, {e.ci_high * 100:+.1f}], p = {e.p_value:.3g} "
-            f"({e.test}).",
-            "",
-            _verdict(final, _measure(state)),
-            "",
-            _cost_per_point(final, _measure(state)),
-            "",
-            "![held-out accuracy and cost per round](rounds.png)",
-            "",
-            "![cost–accuracy Pareto frontier](pareto.png)",
-        ]
-    if rounds:
-        last = rounds[-1]
-        lines += ["", f"## Collaboration, round {last.round} (incumbent, held-out batch)", ""]
-        collab = [
-            [
-                cluster,
-                percent(c.accuracy),
-                _usd(c.cost_per_task),
-                f"{c.calls_per_task:.2f}",
-                percent(c.escalation_rate),
-                percent(c.disagreement_rate),
-                ", ".join(f"{k} {v}" for k, v in sorted(c.right_answers_by.items())),
-                f"{percent(c.verifier_precision)} / {percent(c.verifier_recall)}",
-            ]
-            for cluster, c in last.collaboration.items()
-        ]
-        header = ["cluster", "accuracy %", "USD/task", "calls/task", "escalated %", "disagree %"]
-        lines += markdown_table([*header, "right answers by", "verifier P / R %"], collab)
-    return "\n".join(lines) + "\n"
+        for cluster, c in last.collaboration.items()
+    ]
+    header = ["cluster", "accuracy %", "USD/task", "calls/task", "escalated %", "disagree %"]
+    return [
+        "",
+        f"## Collaboration, round {last.round} (incumbent, held-out batch)",
+        "",
+        *markdown_table([*header, "right answers by", "verifier P / R %"], collab),
+    ]
 
 
 def _flag(summary: RoundSummary) -> str:
@@ -290,102 +320,8 @@ def _flag(summary: RoundSummary) -> str:
     return f"{count} with tuning ↑ held-out ↓" + (" (one adopted)" if adopted else "")
 
 
-def plot(state: EvolveState, out_dir: Path) -> None:
-    """rounds.png (held-out accuracy and cost per round) and pareto.png (final held-out pool)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rounds, measure = state.rounds, _measure(state)
-    if rounds:
-        figure, accuracy_axis = plt.subplots(figsize=(6, 3.5))
-        steps = [r.round for r in rounds]
-        accuracy_axis.plot(
-            steps, [100 * r.heldout.accuracy for r in rounds], "o-", label="held-out accuracy"
-        )
-        accuracy_axis.plot(
-            steps,
-            [100 * r.tuning.accuracy for r in rounds],
-            "s--",
-            alpha=0.6,
-            label="tuning accuracy",
-        )
-        accuracy_axis.set_xlabel("round")
-        accuracy_axis.set_ylabel("accuracy %")
-        cost_axis = accuracy_axis.twinx()
-        cost_axis.plot(
-            steps,
-            [r.heldout.per_task(measure) for r in rounds],
-            "^:",
-            color="grey",
-            label=f"{unit(measure)}/task",
-        )
-        cost_axis.set_ylabel(f"{unit(measure)} per task")
-        _readable_scale(cost_axis, [r.heldout.per_task(measure) for r in rounds], "y")
-        handles = accuracy_axis.get_legend_handles_labels()
-        more = cost_axis.get_legend_handles_labels()
-        accuracy_axis.legend(handles[0] + more[0], handles[1] + more[1], fontsize=8)
-        accuracy_axis.set_title("Incumbent strategy per round")
-        figure.tight_layout()
-        figure.savefig(out_dir / "rounds.png", dpi=110)
-        plt.close(figure)
-    final = state.final
-    if final:
-        points = [
-            (f"single:{m}", s.per_task(measure), 100 * s.accuracy) for m, s in final.singles.items()
-        ]
-        points += [
-            (f"strategy {s.strategy_id}", s.per_task(measure), 100 * s.accuracy)
-            for s in final.strategies
-        ]
-        front = pareto_front(points)
-        figure, axis = plt.subplots(figsize=(7, 4.5))
-        for name, cost, acc in points:
-            marker = "o" if name.startswith("single:") else "*"
-            axis.scatter(cost, acc, marker=marker, s=60 if marker == "o" else 160)
-            axis.annotate(
-                name.removeprefix("single:"),
-                (cost, acc),
-                fontsize=7,
-                xytext=(3, 3),
-                textcoords="offset points",
-            )
-        axis.plot(
-            [p[1] for p in front],
-            [p[2] for p in front],
-            "k--",
-            linewidth=1,
-            label="Pareto frontier",
-        )
-        scale = _readable_scale(axis, [p[1] for p in points], "x")
-        axis.set_xlabel(f"{unit(measure)} per task" + (" (log)" if scale == "log" else ""))
-        if not any(p[1] for p in points):
-            axis.set_xlabel(
-                f"{unit(measure)} per task: all 0 (the pool's prices are 0; try --cost)"
-            )
-        axis.set_ylabel("held-out accuracy %")
-        axis.set_title("Cost–accuracy: single models (o) and evolved strategies (*)")
-        axis.legend(fontsize=8)
-        figure.tight_layout()
-        figure.savefig(out_dir / "pareto.png", dpi=110)
-        plt.close(figure)
-
-
-def _readable_scale(axis: Any, values: list[float], which: str) -> str:
-    """A log axis only where every value is positive and they span more than a factor of 10;
-    otherwise linear (all-zero costs get a small positive range, never -0.04…0.04)."""
-    positive = [v for v in values if v > 0]
-    if positive and len(positive) == len(values) and max(positive) > 10 * min(positive):
-        (axis.set_xscale if which == "x" else axis.set_yscale)("log")
-        return "log"
-    top = max(values, default=0.0)
-    (axis.set_xlim if which == "x" else axis.set_ylim)(0, top * 1.15 if top > 0 else 1)
-    return "linear"
-
-
 def write_report(state: EvolveState, out_dir: Path) -> Path:
     path = out_dir / "report.md"
     path.write_text(to_markdown(state))
-    plot(state, out_dir)
+    plot(state, out_dir, _measure(state))
     return path
