@@ -152,27 +152,27 @@ def _verdicts(
     return verdicts
 
 
-def build_dataset(
-    dataset: str,
-    kind: AnswerKind,
-    parts: Sequence[Part],
-    *,
-    licence: str,
-    created_by: str,
-    notes: Sequence[str] = (),
-    prices: dict[str, Price] | None = None,
-    progress: Progress | None = None,
-    workers: int = 2,
-    limit: int | None = None,
-) -> tuple[Manifest, list[OutputRow]]:
-    """The rows and manifest of one data set. The first part that has a question gives its text
-    and reference; a later part's differing reference is noted (its own verdict is kept as the
-    source's, ours uses the one reference)."""
-    prices = LIST_PRICES if prices is None else prices
-    questions: dict[str, str] = {}
-    references: dict[str, str | None] = {}
-    declared = list(notes)
-    outputs: list[SourceOutput] = []
+@dataclass
+class _Joined:
+    """The parts' outputs joined: one text and one reference per question, each output once,
+    and the notes declared so far (the parts' own, and every differing reference)."""
+
+    questions: dict[str, str]
+    references: dict[str, str | None]
+    outputs: list[SourceOutput]
+    declared: list[str]
+
+    def limit_to(self, limit: int) -> None:
+        """Keep the first `limit` questions by id, and say so."""
+        first = set(sorted(self.questions, key=question_order)[:limit])
+        self.questions = {q: text for q, text in self.questions.items() if q in first}
+        self.outputs = [o for o in self.outputs if o.question_id in first]
+        self.declared.append(f"{LIMITED}{limit} questions (by id)")
+
+
+def _join(kind: AnswerKind, parts: Sequence[Part], notes: Sequence[str]) -> _Joined:
+    joined = _Joined(questions={}, references={}, outputs=[], declared=list(notes))
+    questions, references, declared = joined.questions, joined.references, joined.declared
     seen: set[tuple[str, str, int]] = set()
     for part in parts:
         declared += part.imported.notes
@@ -199,56 +199,61 @@ def build_dataset(
                     )
                     if note not in declared:
                         declared.append(note)
-            outputs.append(replace(output, question=questions[output.question_id]))
-    if limit is not None:
-        first = set(sorted(questions, key=question_order)[:limit])
-        questions = {q: text for q, text in questions.items() if q in first}
-        outputs = [o for o in outputs if o.question_id in first]
-        declared.append(f"{LIMITED}{limit} questions (by id)")
-    with _stray_alarms_ignored():
-        verdicts = _verdicts(kind, outputs, references, progress, workers)
-    models = list(dict.fromkeys(o.model for o in outputs))
-    used_prices = {m: prices[m] for m in models if m in prices}
-    unpriced: set[str] = set()
-    rows = []
-    for output, verdict in zip(outputs, verdicts, strict=True):
-        tokens_in = output.tokens_in
-        tokens_out = output.tokens_out
-        estimated = tokens_in is None or tokens_out is None
-        tokens_in = tokens_in if tokens_in is not None else tokens_of(output.question)
-        tokens_out = tokens_out if tokens_out is not None else tokens_of(output.response)
-        cost = output.cost_usd
-        if cost is None:
-            price = used_prices.get(output.model)
-            if price is None:
-                unpriced.add(output.model)
-            cost = cost_of(price, tokens_in, tokens_out) if price else 0.0
-        rows.append(
-            OutputRow(
-                question_id=output.question_id,
-                question=output.question,
-                reference=references[output.question_id],
-                model=output.model,
-                sample=output.sample,
-                response=output.response,
-                answer=verdict.answer,
-                correct=verdict.correct,
-                source_correct=output.source_correct,
-                source_score=output.source_score,
-                tokens_in=tokens_in,
-                tokens_out=tokens_out,
-                tokens_estimated=estimated,
-                cost_usd=cost,
-                cost_estimated=output.cost_usd is None,
-                latency_s=output.latency_s,
-                error=output.error,
-                turn=output.turn,
-                seen=output.seen,
-                source_answer=output.source_answer if output.turn is not None else None,
-            )
-        )
+            joined.outputs.append(replace(output, question=questions[output.question_id]))
+    return joined
+
+
+def _row(
+    output: SourceOutput,
+    verdict: Verdict,
+    reference: str | None,
+    prices: dict[str, Price],
+    unpriced: set[str],
+) -> OutputRow:
+    """One output as a row: tokens estimated where the source has none, cost from the declared
+    price where the source has none (a model without one is added to `unpriced`, at cost 0)."""
+    tokens_in = output.tokens_in
+    tokens_out = output.tokens_out
+    estimated = tokens_in is None or tokens_out is None
+    tokens_in = tokens_in if tokens_in is not None else tokens_of(output.question)
+    tokens_out = tokens_out if tokens_out is not None else tokens_of(output.response)
+    cost = output.cost_usd
+    if cost is None:
+        price = prices.get(output.model)
+        if price is None:
+            unpriced.add(output.model)
+        cost = cost_of(price, tokens_in, tokens_out) if price else 0.0
+    return OutputRow(
+        question_id=output.question_id,
+        question=output.question,
+        reference=reference,
+        model=output.model,
+        sample=output.sample,
+        response=output.response,
+        answer=verdict.answer,
+        correct=verdict.correct,
+        source_correct=output.source_correct,
+        source_score=output.source_score,
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        tokens_estimated=estimated,
+        cost_usd=cost,
+        cost_estimated=output.cost_usd is None,
+        latency_s=output.latency_s,
+        error=output.error,
+        turn=output.turn,
+        seen=output.seen,
+        source_answer=output.source_answer if output.turn is not None else None,
+    )
+
+
+def _estimate_notes(
+    kind: AnswerKind, outputs: list[SourceOutput], priced: bool, unpriced: set[str]
+) -> list[str]:
+    """What the data set estimates or declares: tokens, the sandbox's limits, prices."""
+    notes = []
     if any(o.tokens_in is None for o in outputs):
-        declared.append(
+        notes.append(
             "tokens not recorded by the source are estimated (consortium.core.tokens: one token "
             "per 4 characters) from the question text and the response as stored; the real "
             "prompts (few-shot examples, instructions) were longer, so input tokens and costs are "
@@ -256,14 +261,19 @@ def build_dataset(
         )
     if kind == "code" or any(o.program for o in outputs):
         limits = IMPORT_LIMITS if kind == "code" else PROGRAM_LIMITS
-        declared.append(
+        notes.append(
             f"programs run in the sandbox with {limits.cpu_seconds} s CPU and "
             f"{limits.wall_seconds:g} s wall time each"
         )
-    if used_prices:
-        declared.append(PRICE_NOTE)
+    if priced:
+        notes.append(PRICE_NOTE)
     if unpriced:
-        declared.append(f"no price declared for {', '.join(sorted(unpriced))}: cost 0")
+        notes.append(f"no price declared for {', '.join(sorted(unpriced))}: cost 0")
+    return notes
+
+
+def _sources(parts: Sequence[Part]) -> list[Source]:
+    """One source per repository and commit, with its files relative to the part's root."""
     sources: dict[tuple[str, str], Source] = {}
     for part in parts:
         source = sources.setdefault(
@@ -273,17 +283,51 @@ def build_dataset(
             file.model_copy(update={"path": _relative(file.path, part.root)})
             for file in part.imported.files
         ]
+    return list(sources.values())
+
+
+def build_dataset(
+    dataset: str,
+    kind: AnswerKind,
+    parts: Sequence[Part],
+    *,
+    licence: str,
+    created_by: str,
+    notes: Sequence[str] = (),
+    prices: dict[str, Price] | None = None,
+    progress: Progress | None = None,
+    workers: int = 2,
+    limit: int | None = None,
+) -> tuple[Manifest, list[OutputRow]]:
+    """The rows and manifest of one data set. The first part that has a question gives its text
+    and reference; a later part's differing reference is noted (its own verdict is kept as the
+    source's, ours uses the one reference)."""
+    prices = LIST_PRICES if prices is None else prices
+    joined = _join(kind, parts, notes)
+    if limit is not None:
+        joined.limit_to(limit)
+    outputs, references = joined.outputs, joined.references
+    with _stray_alarms_ignored():
+        verdicts = _verdicts(kind, outputs, references, progress, workers)
+    models = list(dict.fromkeys(o.model for o in outputs))
+    used_prices = {m: prices[m] for m in models if m in prices}
+    unpriced: set[str] = set()
+    rows = [
+        _row(output, verdict, references[output.question_id], used_prices, unpriced)
+        for output, verdict in zip(outputs, verdicts, strict=True)
+    ]
+    declared = joined.declared + _estimate_notes(kind, outputs, bool(used_prices), unpriced)
     manifest = Manifest(
         schema_version=SCHEMA_VERSION,
         dataset=dataset,
         answer_kind=kind,
-        sources=list(sources.values()),
+        sources=_sources(parts),
         licence=licence,
         grader=GRADER_NAMES[kind],
         split=split_rule(),
         prices=used_prices,
         models=models,
-        questions=len(questions),
+        questions=len(joined.questions),
         notes=declared,
         created_by=created_by,
         binds_tested_name=any(o.task.get("bind_name") for o in outputs) or None,
