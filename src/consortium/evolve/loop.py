@@ -20,14 +20,9 @@ from typing import Any
 from consortium.coord.base import Coordinator
 from consortium.core.draws import uniform
 from consortium.core.errors import ConfigError
-from consortium.evolve.answer_folders import (
-    CandidateFolder,
-    with_measured_figures,
-    write_adopted,
-    write_candidate,
-)
-from consortium.evolve.guards import GuardConfig, compare, judge
-from consortium.evolve.library import ChangeRecord, ClusterRecord, StrategyLibrary
+from consortium.evolve.answer_folders import write_adopted
+from consortium.evolve.guards import GuardConfig, compare
+from consortium.evolve.library import StrategyLibrary
 from consortium.evolve.measure import (
     Evaluator,
     accuracy,
@@ -36,15 +31,15 @@ from consortium.evolve.measure import (
     measured,
     split_summary,
 )
-from consortium.evolve.proposal import Proposal, Proposer, RoundContext, fair_share
+from consortium.evolve.proposal import Proposer, RoundContext, fair_share
 from consortium.evolve.state import (
-    Candidate,
     EvolveState,
     FinalComparison,
     RoundSummary,
     StrategyResult,
 )
 from consortium.evolve.strategies import Plan, Strategy
+from consortium.evolve.trial import RoundBatches, Trial, best_adoptable, try_proposal
 from consortium.pool import Pool
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller
@@ -219,113 +214,91 @@ class EvolveLoop:
         if self.state.incumbent is None:
             self.state.incumbent = self.state.start = await self._best_single(evaluator, tuning)
         incumbent = self.incumbent
-        inc_tuning = await evaluator.strategy(incumbent, tuning, "tuning")
-        inc_heldout = await evaluator.strategy(incumbent, heldout, "heldout")
-        context = RoundContext(
+        batches = RoundBatches(
             round_,
-            incumbent,
+            incumbent.id,
             tuning,
-            self.inputs.models,
-            evaluator,
-            self.out_dir,
-            self.config.seed,
-            self.inputs.tuning_pool,
-            self.config.guard.cost,
-            self.config.guard.max_calls_per_task,
-            self.config.guard.max_cost_per_task,
+            heldout,
+            await evaluator.strategy(incumbent, tuning, "tuning"),
+            await evaluator.strategy(incumbent, heldout, "heldout"),
         )
+        context = self._context(batches, evaluator)
         proposed = [await proposer.propose(context) for proposer in self.inputs.proposers]
         chosen = fair_share(proposed, incumbent.id, self.config.max_candidates)
-        tried = [incumbent]
-        measured_rows: list[ClusterRecord] = cluster_records(incumbent.id, "tuning", inc_tuning)
-        measured_rows += cluster_records(incumbent.id, "heldout", inc_heldout)
-        considered: list[ChangeRecord] = []
-        candidates: list[Candidate] = []
-        adopted: tuple[float, float, Proposal] | None = None
-        folders: dict[str, tuple[CandidateFolder, ...]] = {}
-        for proposal in chosen:
-            strategy = proposal.strategy
-            for folder in proposal.folders:
-                write_candidate(folder)
-            cand_tuning = await evaluator.strategy(strategy, tuning, "tuning")
-            cand_heldout = await evaluator.strategy(strategy, heldout, "heldout")
-            folders[strategy.id] = tuple(
-                with_measured_figures(folder, cand_tuning, cand_heldout, round_)
-                for folder in proposal.folders
-            )
-            tuning_difference = accuracy(cand_tuning) - accuracy(inc_tuning)
-            cost = self.config.guard.cost
-            decision = judge(
-                measured(inc_heldout, cost),
-                measured(cand_heldout, cost),
-                self.config.guard,
-                tuning_difference,
-            )
-            tried.append(strategy)
-            measured_rows += cluster_records(strategy.id, "tuning", cand_tuning)
-            measured_rows += cluster_records(strategy.id, "heldout", cand_heldout)
-            considered.append(
-                ChangeRecord(
-                    incumbent.id,
-                    strategy.id,
-                    proposal.proposer,
-                    proposal.rationale,
-                    decision.adopted,
-                    decision.reason,
-                    decision.evidence.model_dump(),
-                )
-            )
-            candidates.append(
-                Candidate(
-                    strategy_id=strategy.id,
-                    strategy=strategy,
-                    proposer=proposal.proposer,
-                    rationale=proposal.rationale,
-                    tuning_accuracy=accuracy(cand_tuning),
-                    adopted=decision.adopted,
-                    reason=decision.reason,
-                    evidence=decision.evidence,
-                )
-            )
-            if decision.adopted:
-                # Among adoptable changes: the largest held-out gain, then the cheapest.
-                rank = (decision.evidence.difference, -decision.evidence.candidate_cost)
-                if adopted is None or rank > adopted[:2]:
-                    adopted = (*rank, proposal)
-        served: dict[str, str] = {}
-        for candidate in candidates:
-            candidate.adopted = (
-                adopted is not None and candidate.strategy_id == adopted[2].strategy.id
-            )
-            for folder in folders[candidate.strategy_id] if candidate.adopted else ():
-                path = write_adopted(
-                    folder, self.out_dir, round_, candidate.reason, self.state.evolve_id
-                )
-                served[folder.cluster] = str(path)
+        trials = [
+            await try_proposal(proposal, batches, evaluator, self.config.guard)
+            for proposal in chosen
+        ]
+        adopted = best_adoptable(trials)
         calls = [c for c in store.iter_calls(run_id) if c["policy"] == f"{incumbent.id}@heldout"]
+        candidates = [trial.candidate for trial in trials]
         summary = RoundSummary(
             round=round_,
             run_id=run_id,
             incumbent_id=incumbent.id,
             incumbent=incumbent.describe(),
-            tuning=split_summary(inc_tuning),
-            heldout=split_summary(inc_heldout),
-            collaboration=collaboration(inc_heldout, calls),
+            tuning=split_summary(batches.incumbent_tuning),
+            heldout=split_summary(batches.incumbent_heldout),
+            collaboration=collaboration(batches.incumbent_heldout, calls),
             candidates=candidates,
-            adopted=adopted[2].strategy.id if adopted else None,
-            served=served,
+            adopted=adopted.candidate.strategy_id if adopted else None,
+            served=self._serve_adopted(trials, adopted, round_),
             overfit_candidates=sum(c.evidence.overfit for c in candidates),
         )
-        self.library.record_round(self.state.evolve_id, round_, tried, measured_rows, considered)
+        rows = cluster_records(incumbent.id, "tuning", batches.incumbent_tuning)
+        rows += cluster_records(incumbent.id, "heldout", batches.incumbent_heldout)
+        rows += [row for trial in trials for row in trial.rows]
+        tried = [incumbent, *(trial.candidate.strategy for trial in trials)]
+        changes = [trial.change for trial in trials]
+        self.library.record_round(self.state.evolve_id, round_, tried, rows, changes)
         if adopted is not None:
-            self.state.incumbent = adopted[2].strategy
+            self.state.incumbent = adopted.candidate.strategy
+        self._finish_round(summary)
+
+    def _context(self, batches: RoundBatches, evaluator: Evaluator) -> RoundContext:
+        """What a proposer reads: the incumbent, the tuning batch, the models and the guards."""
+        guard = self.config.guard
+        return RoundContext(
+            batches.round,
+            self.incumbent,
+            batches.tuning,
+            self.inputs.models,
+            evaluator,
+            self.out_dir,
+            self.config.seed,
+            self.inputs.tuning_pool,
+            guard.cost,
+            guard.max_calls_per_task,
+            guard.max_cost_per_task,
+        )
+
+    def _serve_adopted(
+        self, trials: Sequence[Trial], adopted: Trial | None, round_: int
+    ) -> dict[str, str]:
+        """Mark the one adopted candidate (every other is rejected) and write its folders as
+        OUT/adopted/round-N/CLUSTER: the path per cluster."""
+        served: dict[str, str] = {}
+        for trial in trials:
+            candidate = trial.candidate
+            candidate.adopted = (
+                adopted is not None and candidate.strategy_id == adopted.candidate.strategy_id
+            )
+            for folder in trial.folders if candidate.adopted else ():
+                path = write_adopted(
+                    folder, self.out_dir, round_, candidate.reason, self.state.evolve_id
+                )
+                served[folder.cluster] = str(path)
+        return served
+
+    def _finish_round(self, summary: RoundSummary) -> None:
+        """The round's summary saved (the resume point), its run finished, the callbacks told."""
         self.state.rounds.append(summary)
         self.state.save(self.state_path)
-        store.finish_run(run_id, "finished", {"adopted": summary.adopted})
+        self.inputs.store.finish_run(summary.run_id, "finished", {"adopted": summary.adopted})
         if self.on_round is not None:
             self.on_round(summary)
         if self.after_round is not None:
-            self.after_round(round_)
+            self.after_round(summary.round)
 
     async def _best_single(self, evaluator: Evaluator, tuning: list[Task]) -> Strategy:
         """The starting strategy when none is given: the model most accurate on the first tuning
