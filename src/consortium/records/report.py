@@ -101,13 +101,38 @@ def write_report(
     their own, e.g. the recorded debates') go after the data sets."""
     summaries: list[ModelSummary] = []
     disagreements: list[Disagreement] = []
-    code_sets = {r.manifest.dataset for r in all_records if r.manifest.answer_kind == "code"}
     warnings: list[GradeWarning] = []
     for records in all_records:
         found, differ = summarise(records)
         summaries += found
         disagreements += differ
         warnings += grade_warnings(records)
+    disagreement_file = markdown.with_name(markdown.stem + "-disagreements.csv")
+    lines = _summary_lines(summaries, warnings, command)
+    lines += _dataset_lines(all_records)
+    lines += list(extra)
+    lines += [
+        f"Every disagreement (question, model, sample, reference, our extracted answer, both "
+        f"verdicts) is listed in `{disagreement_file.name}`; none is resolved silently. For code "
+        "data sets the tests and the code are not copied there (sources without a licence "
+        "grant); read them from the records folder by question id, model and sample.",
+        "",
+    ]
+    markdown.parent.mkdir(parents=True, exist_ok=True)
+    markdown.write_text("\n".join(lines), encoding="utf-8")
+    markdown.with_suffix(".json").write_text(
+        json.dumps({"command": command, "models": [asdict(s) for s in summaries]}, indent=2) + "\n",
+        encoding="utf-8",
+    )
+    code_sets = {r.manifest.dataset for r in all_records if r.manifest.answer_kind == "code"}
+    _write_disagreements(disagreement_file, disagreements, code_sets)
+    return summaries, disagreements
+
+
+def _summary_lines(
+    summaries: Sequence[ModelSummary], warnings: Sequence[GradeWarning], command: str
+) -> list[str]:
+    """The title, how to read the figures, one row per data set and model, and the warnings."""
     warned = {(w.dataset, w.model) for w in warnings}
     lines = [
         "# Recorded outputs imported into the records format",
@@ -144,7 +169,12 @@ def write_report(
             "",
             *[f"- {w.line()}" for w in warnings],
         ]
-    lines += ["", "## Data sets", ""]
+    return lines
+
+
+def _dataset_lines(all_records: Sequence[Records]) -> list[str]:
+    """Per data set: its answer kind, questions, grader, sources, licence and notes."""
+    lines = ["", "## Data sets", ""]
     for records in all_records:
         m = records.manifest
         lines += [
@@ -156,22 +186,15 @@ def write_report(
             *[f"- {note}" for note in m.notes],
             "",
         ]
-    lines += list(extra)
-    disagreement_file = markdown.with_name(markdown.stem + "-disagreements.csv")
-    lines += [
-        f"Every disagreement (question, model, sample, reference, our extracted answer, both "
-        f"verdicts) is listed in `{disagreement_file.name}`; none is resolved silently. For code "
-        "data sets the tests and the code are not copied there (sources without a licence "
-        "grant); read them from the records folder by question id, model and sample.",
-        "",
-    ]
-    markdown.parent.mkdir(parents=True, exist_ok=True)
-    markdown.write_text("\n".join(lines), encoding="utf-8")
-    markdown.with_suffix(".json").write_text(
-        json.dumps({"command": command, "models": [asdict(s) for s in summaries]}, indent=2) + "\n",
-        encoding="utf-8",
-    )
-    with disagreement_file.open("w", newline="", encoding="utf-8") as handle:
+    return lines
+
+
+def _write_disagreements(
+    path: Path, disagreements: Sequence[Disagreement], code_sets: set[str]
+) -> None:
+    """One CSV row per disagreement; a code data set's reference and answer are left out (its
+    sources grant no licence to copy them)."""
+    with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(list(Disagreement.__dataclass_fields__))
         for d in disagreements:
@@ -189,4 +212,3 @@ def write_report(
                     d.source_correct,
                 ]
             )
-    return summaries, disagreements
