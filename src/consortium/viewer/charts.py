@@ -89,6 +89,32 @@ def _place(placed: list[Box], x: float, y: float, width: float) -> tuple[float, 
 def frontier_svg(found: Sequence[Point], axis: str) -> str:
     """Every policy as a point with its interval; single models as squares; the frontier line."""
     scale = Scale([p.x(axis) for p in found] or [1.0])
+    parts = _axes_svg(scale, axis)
+    line = frontier(found, axis)
+    if len(line) > 1:
+        path = " ".join(f"{scale(p.x(axis)):.1f},{_y(p.accuracy):.1f}" for p in line)
+        parts.append(
+            f"<polyline class='frontier' points='{path}' fill='none' stroke='#17803d' "
+            "stroke-width='2' stroke-dasharray='6 3'/>"
+        )
+    placed: list[Box] = []
+    for point in sorted(found, key=lambda p: p.x(axis)):
+        parts.append(_point_svg(point, scale(point.x(axis)), point in line, placed))
+    legend_x = WIDTH - RIGHT + 14
+    parts.append(
+        f"<circle cx='{legend_x}' cy='{TOP + 10}' r='6' fill='#c2410c'/>"
+        f"<text x='{legend_x + 12}' y='{TOP + 14}'>policy</text>"
+        f"<rect x='{legend_x - 5}' y='{TOP + 27}' width='10' height='10' fill='#777'/>"
+        f"<text x='{legend_x + 12}' y='{TOP + 36}'>single model</text>"
+        f"<line x1='{legend_x - 6}' x2='{legend_x + 6}' y1='{TOP + 54}' y2='{TOP + 54}' "
+        "stroke='#17803d' stroke-width='2' stroke-dasharray='6 3'/>"
+        f"<text x='{legend_x + 12}' y='{TOP + 58}'>frontier</text></svg>"
+    )
+    return "".join(parts)
+
+
+def _axes_svg(scale: Scale, axis: str) -> list[str]:
+    """The opening tag, the plot's frame, the grid with its tick labels and the axis titles."""
     parts = [
         f"<svg id='frontier-plot' xmlns='http://www.w3.org/2000/svg' width='{WIDTH}' "
         f"height='{HEIGHT}' viewBox='0 0 {WIDTH} {HEIGHT}' font-family='sans-serif' "
@@ -118,58 +144,43 @@ def frontier_svg(found: Sequence[Point], axis: str) -> str:
         f"<text transform='translate(18,{(TOP + HEIGHT - BOTTOM) / 2}) rotate(-90)' "
         "text-anchor='middle' font-size='13'>accuracy % (mean over datasets, 95% interval)</text>"
     )
-    line = frontier(found, axis)
-    if len(line) > 1:
-        path = " ".join(f"{scale(p.x(axis)):.1f},{_y(p.accuracy):.1f}" for p in line)
-        parts.append(
-            f"<polyline class='frontier' points='{path}' fill='none' stroke='#17803d' "
-            "stroke-width='2' stroke-dasharray='6 3'/>"
-        )
-    placed: list[Box] = []
-    for point in sorted(found, key=lambda p: p.x(axis)):
-        x, y = scale(point.x(axis)), _y(point.accuracy)
-        low, high = _y(point.low), _y(point.high)
-        colour = "#777" if point.single else "#c2410c"
-        on_line = point in line
-        parts.append(
-            f"<line class='ci' x1='{x:.1f}' x2='{x:.1f}' y1='{low:.1f}' y2='{high:.1f}' "
-            f"stroke='{colour}'/><line x1='{x - 4:.1f}' x2='{x + 4:.1f}' y1='{low:.1f}' "
-            f"y2='{low:.1f}' stroke='{colour}'/><line x1='{x - 4:.1f}' x2='{x + 4:.1f}' "
-            f"y1='{high:.1f}' y2='{high:.1f}' stroke='{colour}'/>"
-        )
-        title = (
-            f"<title>{escape(point.policy)}: {100 * point.accuracy:.1f}% "
-            f"[{100 * point.low:.1f}, {100 * point.high:.1f}], ${point.cost:.6f}/task, "
-            f"{point.tokens:.0f} tokens/task</title>"
-        )
-        stroke = "#17803d' stroke-width='2" if on_line else "#333"
-        if point.single:
-            parts.append(
-                f"<rect class='point single' data-policy='{escape(point.policy)}' "
-                f"x='{x - 5:.1f}' y='{y - 5:.1f}' width='10' height='10' fill='{colour}' "
-                f"stroke='{stroke}'>{title}</rect>"
-            )
-        else:
-            parts.append(
-                f"<circle class='point policy' data-policy='{escape(point.policy)}' "
-                f"cx='{x:.1f}' cy='{y:.1f}' r='6' fill='{colour}' stroke='{stroke}'>{title}"
-                "</circle>"
-            )
-        name = point.policy.removeprefix("single:")
-        name = name if len(name) <= 30 else name[:29] + "…"
-        left, base = _place(placed, x, y, CHAR_W * len(name))
-        parts.append(
-            f"<text class='label' x='{left:.1f}' y='{base:.1f}' fill='{colour}'>{escape(name)}"
-            "</text>"
-        )
-    legend_x = WIDTH - RIGHT + 14
-    parts.append(
-        f"<circle cx='{legend_x}' cy='{TOP + 10}' r='6' fill='#c2410c'/>"
-        f"<text x='{legend_x + 12}' y='{TOP + 14}'>policy</text>"
-        f"<rect x='{legend_x - 5}' y='{TOP + 27}' width='10' height='10' fill='#777'/>"
-        f"<text x='{legend_x + 12}' y='{TOP + 36}'>single model</text>"
-        f"<line x1='{legend_x - 6}' x2='{legend_x + 6}' y1='{TOP + 54}' y2='{TOP + 54}' "
-        "stroke='#17803d' stroke-width='2' stroke-dasharray='6 3'/>"
-        f"<text x='{legend_x + 12}' y='{TOP + 58}'>frontier</text></svg>"
+    return parts
+
+
+def _point_svg(point: Point, x: float, on_line: bool, placed: list[Box]) -> str:
+    """One point at `x`: its interval, its marker (a square for a single model) with a tooltip,
+    and its label where it overlaps no label `placed` so far (added there)."""
+    y = _y(point.accuracy)
+    low, high = _y(point.low), _y(point.high)
+    colour = "#777" if point.single else "#c2410c"
+    interval = (
+        f"<line class='ci' x1='{x:.1f}' x2='{x:.1f}' y1='{low:.1f}' y2='{high:.1f}' "
+        f"stroke='{colour}'/><line x1='{x - 4:.1f}' x2='{x + 4:.1f}' y1='{low:.1f}' "
+        f"y2='{low:.1f}' stroke='{colour}'/><line x1='{x - 4:.1f}' x2='{x + 4:.1f}' "
+        f"y1='{high:.1f}' y2='{high:.1f}' stroke='{colour}'/>"
     )
-    return "".join(parts)
+    title = (
+        f"<title>{escape(point.policy)}: {100 * point.accuracy:.1f}% "
+        f"[{100 * point.low:.1f}, {100 * point.high:.1f}], ${point.cost:.6f}/task, "
+        f"{point.tokens:.0f} tokens/task</title>"
+    )
+    stroke = "#17803d' stroke-width='2" if on_line else "#333"
+    if point.single:
+        marker = (
+            f"<rect class='point single' data-policy='{escape(point.policy)}' "
+            f"x='{x - 5:.1f}' y='{y - 5:.1f}' width='10' height='10' fill='{colour}' "
+            f"stroke='{stroke}'>{title}</rect>"
+        )
+    else:
+        marker = (
+            f"<circle class='point policy' data-policy='{escape(point.policy)}' "
+            f"cx='{x:.1f}' cy='{y:.1f}' r='6' fill='{colour}' stroke='{stroke}'>{title}"
+            "</circle>"
+        )
+    name = point.policy.removeprefix("single:")
+    name = name if len(name) <= 30 else name[:29] + "…"
+    left, base = _place(placed, x, y, CHAR_W * len(name))
+    label = (
+        f"<text class='label' x='{left:.1f}' y='{base:.1f}' fill='{colour}'>{escape(name)}</text>"
+    )
+    return interval + marker + label
