@@ -213,11 +213,7 @@ class TaskCaller:
                     completion = await agent.chat(messages, **params)
                 except AgentError as error:
                     self.budget.settle(reservation, 0, 0.0, made=True)
-                    record.error = reason(error)
-                    self.made.append(
-                        CallSummary(model, role, 0, 0, 0.0, failed=True, error_kind=error.kind)
-                    )
-                    await self.run.trace(record)
+                    await self._record_failure(record, role, error)
                     raise
                 if self.run.cache and key:
                     self.run.cache.put(key, completion)
@@ -235,6 +231,19 @@ class TaskCaller:
             cost,
             made=not completion.cached,
         )
+        await self._record_answer(record, role, completion, cost, verdict_of)
+        return completion
+
+    async def _record_answer(
+        self,
+        record: CallRecord,
+        role: str,
+        completion: Completion,
+        cost: float,
+        verdict_of: Callable[[str], str | None] | None,
+    ) -> None:
+        """The answered call into its trace record and this task's calls made, then stored."""
+        usage = completion.usage
         record.response = completion.text
         record.prompt_tokens = usage.prompt_tokens
         record.completion_tokens = usage.completion_tokens
@@ -244,7 +253,7 @@ class TaskCaller:
         record.verdict = verdict_of(completion.text) if verdict_of else None
         self.made.append(
             CallSummary(
-                model,
+                record.model,
                 role,
                 usage.prompt_tokens,
                 usage.completion_tokens,
@@ -254,4 +263,11 @@ class TaskCaller:
             )
         )
         await self.run.trace(record)
-        return completion
+
+    async def _record_failure(self, record: CallRecord, role: str, error: AgentError) -> None:
+        """The failed call into its trace record and this task's calls made, then stored."""
+        record.error = reason(error)
+        self.made.append(
+            CallSummary(record.model, role, 0, 0, 0.0, failed=True, error_kind=error.kind)
+        )
+        await self.run.trace(record)
