@@ -21,6 +21,7 @@ from scipy.stats import binomtest
 
 from consortium.coord.base import Coordinator, Outcome
 from consortium.coord.registry import build_coordinator
+from consortium.coord.strategy import Plan, Strategy, StrategyCoordinator
 from consortium.core.answers import agree, final_answer
 from consortium.core.types import user
 from consortium.evaluation.runner import run_policy
@@ -40,7 +41,6 @@ from consortium.evolve.proposals import (
 from consortium.evolve.report import write_report
 from consortium.evolve.report_plots import pareto_front
 from consortium.evolve.state import EvolveState
-from consortium.evolve.strategies import Plan, Strategy, StrategyCoordinator
 from consortium.pool import Pool
 from consortium.pool.config import PoolConfig, dump_pool
 from consortium.replay.data import ReplayData

@@ -15,6 +15,7 @@ import pytest
 
 from consortium.coord.answers.folder import load_answer_policy, read_policy, write_policy
 from consortium.coord.registry import build_coordinator
+from consortium.coord.strategy import Plan, Strategy
 from consortium.evaluation.results import TaskResult
 from consortium.evolve.answer_aware import AnswerAware
 from consortium.evolve.answer_samples import answer_kind, live_samples
@@ -24,7 +25,6 @@ from consortium.evolve.measure import Evaluator
 from consortium.evolve.proposal import Proposal, RoundContext
 from consortium.evolve.session import EvolveRequest, run_evolve
 from consortium.evolve.state import EvolveState
-from consortium.evolve.strategies import Plan, Strategy
 from consortium.pool import Pool
 from consortium.pool.config import load_pool
 from consortium.records import load_records

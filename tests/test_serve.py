@@ -172,7 +172,7 @@ def test_serving_beyond_loopback_needs_a_token(pool_path: Path) -> None:
 def test_serving_an_evolve_folder_answers_with_its_final_strategy(
     pool_path: Path, replay_data: ReplayData, tmp_path: Path
 ) -> None:
-    from consortium.evolve.strategies import Plan, Strategy
+    from consortium.coord.strategy import Plan, Strategy
 
     folder = tmp_path / "evolve"
     folder.mkdir()

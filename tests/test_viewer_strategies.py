@@ -7,8 +7,8 @@ from pathlib import Path
 
 from starlette.testclient import TestClient
 
+from consortium.coord.strategy import Plan, Strategy
 from consortium.evolve.library import StrategyLibrary
-from consortium.evolve.strategies import Plan, Strategy
 from consortium.runtime.store import TraceStore
 from consortium.runtime.store_records import ResultRecord
 from consortium.viewer.app import TraceViewer

@@ -2,20 +2,9 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
-
-from consortium.coord.spec_forms import POLICY_SPECS
-from consortium.core.errors import ConsortiumError
-from consortium.pool.config import PoolConfig, load_pool
-from consortium.runtime.telemetry import Telemetry
-from consortium.serve import headers
-
-if TYPE_CHECKING:
-    from consortium.coord.base import Coordinator
 
 from consortium.cli.app import app, err_console
 from consortium.cli.options import (
@@ -26,6 +15,8 @@ from consortium.cli.options import (
     TracesOption,
     in_range,
 )
+from consortium.coord.spec_forms import POLICY_SPECS
+from consortium.serve import headers
 
 SERVE_HELP = f"""Serve the ensemble as one OpenAI-compatible model.
 
@@ -86,79 +77,24 @@ def serve(
     substitute: SubstituteOption = None,
     traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
-    import os
-
-    import uvicorn
-
-    from consortium.coord.registry import parse_substitutes
-    from consortium.pool import Pool
     from consortium.runtime.budget import Limits
-    from consortium.runtime.caller import Caller
-    from consortium.runtime.store import TraceStore
-    from consortium.runtime.trace_queue import TraceQueue
-    from consortium.serve.pool_reload import PoolFileWatch
-    from consortium.serve.server import LOOPBACK, EnsembleServer
+    from consortium.serve.run import ServeConfig, serve_ensemble
 
-    token = os.environ.get(token_env) or None
-    if token is None and host not in LOOPBACK:
-        raise ConsortiumError(
-            f"refusing to serve on {host} without a token: set ${token_env} (clients then send "
-            "'Authorization: Bearer <token>'), or bind to 127.0.0.1"
-        )
-    config = load_pool(pool)
-    substitutes = parse_substitutes(substitute or [])
-    coordinator = _served_coordinator(policy, config, seed, substitutes)
-    store = TraceStore(traces)
-    settings = {"policy": policy, "name": name, "substitutes": substitutes}
-    run_id = store.start_run("serve", pool=str(pool), config=settings)
-    queue = TraceQueue(store)
-    caller = Caller(Pool(config), store, run_id, telemetry=Telemetry.from_env(), traces=queue)
-
-    def log(line: str) -> None:
-        err_console.print(line, highlight=False, markup=False)
-
-    async def close() -> None:
-        await caller.pool.aclose()  # the pool in use: a reload of the pool file may replace it
-        queue.close()  # every queued row written before the run is marked finished
-        store.finish_run(run_id, "finished")
-
-    server = EnsembleServer(
-        coordinator,
-        caller,
-        model_id=name,
-        token=token,
+    config = ServeConfig(
+        pool=pool,
+        policy=policy,
+        host=host,
+        port=port,
+        name=name,
+        token_env=token_env,
         request_timeout=request_timeout,
         limits=Limits(max_calls=max_calls, max_tokens=max_tokens, max_cost=max_cost),
-        on_close=close,
-        log=log,
-        pool_file=PoolFileWatch(
-            pool, lambda new: _served_coordinator(policy, new, seed, substitutes), log
-        ),
+        seed=seed,
+        substitute=tuple(substitute or ()),
+        traces=traces,
     )
-    standing_in = ", ".join(f"{new} in place of {old}" for old, new in substitutes.items())
-    err_console.print(
-        f"serving {coordinator.name} as {name!r} on http://{host}:{port}/v1 "
-        f"(auth: {'bearer token' if token else 'none, loopback only'}; traces: run {run_id}"
-        f"{f'; substituted: {standing_in}' if standing_in else ''})"
-    )
-    uvicorn.run(server.app, host=host, port=port, log_level="warning", access_log=False)
+    serve_ensemble(config, log=_log, announce=err_console.print)
 
 
-def _served_coordinator(
-    policy: str, config: PoolConfig, seed: int, substitutes: dict[str, str]
-) -> Coordinator:
-    """A policy spec, or an evolve folder's final strategy."""
-    from consortium.coord.registry import build_coordinator
-    from consortium.evolve.strategies import Strategy, StrategyCoordinator
-
-    state_path = Path(policy) / "state.json"
-    if state_path.exists():
-        if substitutes:
-            raise ConsortiumError(
-                f"--substitute: {policy} is an evolve folder; substitutes apply to an "
-                "answer-aware policy folder"
-            )
-        state = json.loads(state_path.read_text())
-        strategy = Strategy.model_validate(state["incumbent"])
-        return StrategyCoordinator(strategy, lambda spec: build_coordinator(spec, config, seed))
-    return build_coordinator(policy, config, seed, substitutes)
+def _log(line: str) -> None:
+    err_console.print(line, highlight=False, markup=False)

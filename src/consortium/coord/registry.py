@@ -1,4 +1,5 @@
-"""Policy spec strings → coordinators: the one resolver `ask`, `eval` and `evolve` share."""
+"""Policy spec strings → coordinators: the one resolver `ask`, `eval`, `serve` and `evolve`
+share."""
 
 from __future__ import annotations
 
@@ -23,13 +24,17 @@ def build_coordinator(
     seed: int = 0,
     substitutes: Mapping[str, str] | None = None,
 ) -> Coordinator:
-    """`single:NAME`, `random`, `conductor:NAME…`, `workflow:KIND…` or a policy directory.
-    Every spec the pool cannot satisfy is a `ConsortiumError` naming the spec. `substitutes`
-    (an answer-aware policy folder only) puts a pool model in place of a policy's model."""
+    """`single:NAME`, `random`, `conductor:NAME…`, `workflow:KIND…`, `debate:…`, a policy
+    directory or an evolve folder (its final strategy). Every spec the pool cannot satisfy is a
+    `ConsortiumError` naming the spec. `substitutes` (an answer-aware policy folder only) puts a
+    pool model in place of a policy's model."""
     if substitutes and not is_answer_folder(str(spec)):
         raise ConfigError(
-            f"--substitute: policy {str(spec)!r} is not an answer-aware policy folder, the one "
-            "kind whose models it replaces"
+            f"--substitute: {spec} is an evolve folder; substitutes apply to an answer-aware "
+            "policy folder"
+            if (Path(spec) / "state.json").exists()
+            else f"--substitute: policy {str(spec)!r} is not an answer-aware policy folder, the "
+            "one kind whose models it replaces"
         )
     try:
         return _build(str(spec), config, seed, dict(substitutes or {}))
@@ -85,6 +90,11 @@ def _build(text: str, config: PoolConfig, seed: int, substitutes: dict[str, str]
 
         return debate_from_spec(text, config)
     if Path(text).is_dir():
+        from consortium.coord.strategy import StrategyCoordinator, evolved_strategy
+
+        strategy = evolved_strategy(Path(text))
+        if strategy is not None:
+            return StrategyCoordinator(strategy, lambda spec: build_coordinator(spec, config, seed))
         from consortium.coord.answers.folder import (
             is_answer_policy,
             load_answer_policy,

@@ -10,6 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from consortium.coord.registry import pool_name
+from consortium.coord.strategy import Plan
 from consortium.core.costs import unit
 from consortium.evaluation.recorded.rule_runs import run_rule
 from consortium.evaluation.results import TaskResult
@@ -30,7 +31,6 @@ from consortium.evolve.answer_space import (
 )
 from consortium.evolve.measure import accuracy, by_cluster
 from consortium.evolve.proposal import Proposal, RoundContext, cost_of
-from consortium.evolve.strategies import Plan
 
 
 class AnswerAware:

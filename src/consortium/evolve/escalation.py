@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from consortium.coord.strategy import Plan
 from consortium.core.answers import agree
 from consortium.core.costs import CostMeasure, unit
 from consortium.core.costs import cost_of as task_cost
@@ -19,7 +20,6 @@ from consortium.evolve.proposal import (
     cheapest_adequate,
     cost_of,
 )
-from consortium.evolve.strategies import Plan
 
 Route = tuple[str, Plan, list[bool], list[float]]
 """(description, plan, escalate on each tuning task?, extra cost of each task's check)."""

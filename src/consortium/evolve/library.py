@@ -22,7 +22,7 @@ from sqlalchemy import (
     select,
 )
 
-from consortium.evolve.strategies import Strategy
+from consortium.coord.strategy import Strategy
 from consortium.runtime.store import TraceStore
 from consortium.runtime.store_tables import metadata
 

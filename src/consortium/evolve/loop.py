@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from consortium.coord.base import Coordinator
+from consortium.coord.strategy import Plan, Strategy
 from consortium.core.draws import uniform
 from consortium.core.errors import ConfigError
 from consortium.evolve.answer_folders import write_adopted
@@ -38,7 +39,6 @@ from consortium.evolve.state import (
     RoundSummary,
     StrategyResult,
 )
-from consortium.evolve.strategies import Plan, Strategy
 from consortium.evolve.trial import RoundBatches, Trial, best_adoptable, try_proposal
 from consortium.pool import Pool
 from consortium.runtime.budget import Limits

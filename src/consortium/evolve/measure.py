@@ -7,9 +7,11 @@ from __future__ import annotations
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from consortium.coord.base import Coordinator, Outcome
+from consortium.coord.strategy import Plan, Strategy, StrategyCoordinator
 from consortium.core.costs import CostMeasure, cost_of
 from consortium.core.types import user
 from consortium.evaluation.results import TaskResult, summarise
@@ -17,7 +19,6 @@ from consortium.evaluation.runner import CoordinatorBuilder, evaluate_on
 from consortium.evolve.guards import Measured
 from consortium.evolve.library import ClusterRecord
 from consortium.evolve.state import ClusterCollaboration, SplitSummary
-from consortium.evolve.strategies import Plan, Strategy, StrategyBuilder, StrategyCoordinator
 from consortium.pool.config import PoolConfig
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller, TaskCaller
@@ -235,3 +236,22 @@ def split_summary(results: Sequence[TaskResult]) -> SplitSummary:
         errors=summary.errors,
         per_cluster=dict(sorted(summary.accuracy.items())),
     )
+
+
+@dataclass(frozen=True)
+class StrategyBuilder:
+    """A strategy's coordinator, built inside a remote worker from the pool configuration."""
+
+    strategy: str
+    """The strategy as JSON."""
+    name: str
+    seed: int = 0
+
+    def __call__(self, config: PoolConfig) -> Coordinator:
+        from consortium.coord.registry import build_coordinator
+
+        return StrategyCoordinator(
+            Strategy.model_validate_json(self.strategy),
+            lambda spec: build_coordinator(spec, config, self.seed),
+            self.name,
+        )

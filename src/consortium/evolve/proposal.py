@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from consortium.coord.strategy import Plan, Strategy
 from consortium.core.costs import CostMeasure
 from consortium.core.costs import cost_of as task_cost
 from consortium.evaluation.results import TaskResult
 from consortium.evolve.answer_folders import CandidateFolder
 from consortium.evolve.measure import Evaluator
-from consortium.evolve.strategies import Plan, Strategy
 from consortium.tasks.base import Task
 
 

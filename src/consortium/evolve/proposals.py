@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from consortium.coord.strategy import Plan, Strategy
 from consortium.coord.trinity.policy import HeadSetup, load_setup, save_policy
 from consortium.core.costs import unit
 from consortium.evolve.answer_aware import AnswerAware
@@ -38,7 +39,6 @@ from consortium.evolve.proposal import (
     replace_first,
     template_lead,
 )
-from consortium.evolve.strategies import Plan, Strategy
 from consortium.runtime.caller import Caller
 from consortium.train.online import train_online
 from consortium.train.settings import RETRAIN, TrainConfig

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from consortium.coord.registry import build_coordinator
+from consortium.coord.strategy import Plan, Strategy
 from consortium.core.errors import ConfigError
 from consortium.evolve.loop import EvolveConfig, EvolveInputs, EvolveLoop, split_tasks
 from consortium.evolve.proposals import PROPOSERS, ProposerSettings
 from consortium.evolve.report import write_report
 from consortium.evolve.state import EvolveState, RoundSummary
-from consortium.evolve.strategies import Plan, Strategy
 from consortium.pool import Pool
 from consortium.pool.config import load_pool
 from consortium.runtime.dist import make_executor

@@ -9,8 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from consortium.coord.strategy import Strategy
 from consortium.evolve.guards import Evidence
-from consortium.evolve.strategies import Strategy
 
 
 class _Record(BaseModel):

@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 from sqlalchemy.engine import Engine
 
-from consortium.evolve.strategies import Strategy
+from consortium.coord.strategy import Strategy
 from consortium.viewer import queries
 from consortium.viewer.html import Palette, num, pager, shares_bar, shares_text, table
 from consortium.viewer.memo import RunAggregates

@@ -1,4 +1,6 @@
-"""A strategy: per task cluster, which policy answers first, and when to escalate to which.
+"""A strategy (what `consortium evolve` adopts): per task cluster, which policy answers first,
+and when to escalate to which; `StrategyCoordinator` runs one, and an evolve folder's final one is
+read by `evolved_strategy`.
 
 Policies are named by the spec strings `consortium eval --policy` takes (`single:NAME`,
 `workflow:judge-vote:models=a,b,c`, a trained TRINITY directory …), so a strategy is plain JSON and
@@ -10,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -18,7 +20,6 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from consortium.coord.base import Coordinator, Outcome
 from consortium.core.answers import agree
 from consortium.core.errors import CoordinatorError
-from consortium.pool.config import PoolConfig
 from consortium.runtime.caller import TaskCaller
 from consortium.tasks.base import Task
 
@@ -138,20 +139,10 @@ class StrategyCoordinator:
         )
 
 
-@dataclass(frozen=True)
-class StrategyBuilder:
-    """A strategy's coordinator, built inside a remote worker from the pool configuration."""
-
-    strategy: str
-    """The strategy as JSON."""
-    name: str
-    seed: int = 0
-
-    def __call__(self, config: PoolConfig) -> Coordinator:
-        from consortium.coord.registry import build_coordinator
-
-        return StrategyCoordinator(
-            Strategy.model_validate_json(self.strategy),
-            lambda spec: build_coordinator(spec, config, self.seed),
-            self.name,
-        )
+def evolved_strategy(folder: Path) -> Strategy | None:
+    """The final strategy of an evolve folder (its state.json's incumbent); None when `folder`
+    holds no evolve run."""
+    state_path = folder / "state.json"
+    if not state_path.exists():
+        return None
+    return Strategy.model_validate(json.loads(state_path.read_text())["incumbent"])
