@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from consortium.coord.spec_forms import POLICY_SPECS
-from consortium.core.errors import ConsortiumError
-from consortium.pool.config import load_pool
-from consortium.runtime.telemetry import Telemetry
 
 if TYPE_CHECKING:
-    from consortium.coord.base import Outcome
     from consortium.coord.conductor.executor import WorkflowRun
+    from consortium.evaluation.one_question import Answer, Conducted
 
 from consortium.cli.app import app, console, err_console
 from consortium.cli.options import (
@@ -46,46 +41,32 @@ def ask(
     traces: TracesOption = DEFAULT_TRACES,
 ) -> None:
     """Ask the consortium one question and print the answer with who answered and what it cost."""
-    from consortium.coord.registry import build_coordinator, parse_substitutes
-    from consortium.pool import Pool
-    from consortium.runtime.budget import Budget, Limits
-    from consortium.runtime.caller import Caller
-    from consortium.runtime.store import TraceStore
-    from consortium.tasks.base import Task
+    from consortium.evaluation.one_question import AskRequest, ask_question
+    from consortium.runtime.budget import Limits
 
-    if not question.strip():
-        raise ConsortiumError("the question is empty")
-    config = load_pool(pool)
-    coordinator = build_coordinator(
-        policy or (f"single:{model}" if model else "random"),
-        config,
-        seed,
-        parse_substitutes(substitute or []),
+    request = AskRequest(
+        question=question,
+        pool=pool,
+        policy=policy or (f"single:{model}" if model else "random"),
+        seed=seed,
+        substitute=tuple(substitute or ()),
+        limits=Limits(max_calls=max_calls, max_cost=max_cost),
+        traces=traces,
     )
-    limits = Limits(max_calls=max_calls, max_cost=max_cost)
-    store = TraceStore(traces)
+    _print_answer(ask_question(request))
 
-    async def go(run_id: str) -> tuple[Outcome, Caller]:
-        async with Pool(config) as members:
-            caller = Caller(
-                members, store, run_id, budget=Budget(limits), telemetry=Telemetry.from_env()
-            )
-            task_caller = caller.for_task("ask", coordinator.name)
-            outcome = await coordinator.run(Task("ask", question, "ask", "none"), task_caller)
-            return outcome, caller
 
-    with store.running("ask", pool=str(pool)) as run:
-        outcome, caller = asyncio.run(go(run.run_id))
-    run_id = run.run_id
+def _print_answer(answered: Answer) -> None:
+    """The answer on stdout; who answered, why it stopped, what it cost on stderr."""
+    outcome, budget = answered.outcome, answered.budget
     console.print(outcome.answer, markup=False, highlight=False)
-    budget = caller.budget
-    answered = f" · answered by {outcome.model}" if outcome.model else ""
+    answered_by = f" · answered by {outcome.model}" if outcome.model else ""
     stop = next((n for n in outcome.notes if n.startswith("stop: ")), "")
     declared = "".join(f" · {n}" for n in outcome.notes if n.startswith("substituted: "))
     err_console.print(
-        f"{coordinator.name}{answered}{f' ({stop})' if stop else ''}{declared} · "
+        f"{answered.coordinator}{answered_by}{f' ({stop})' if stop else ''}{declared} · "
         f"{budget.calls} call(s) · "
-        f"{budget.tokens} tokens · ${budget.cost:.6f} · run {run_id}",
+        f"{budget.tokens} tokens · ${budget.cost:.6f} · run {answered.run_id}",
         style="dim",
         markup=False,
         highlight=False,
@@ -163,74 +144,34 @@ def conduct(
          subtasks = ["Solve it.", "Solve it.", "Compare both; give the final answer."]
          access_list = [[], [], "all"]' "What is 17 * 23?"
     """
-    from consortium.coord.conductor.executor import WorkflowExecutor
-    from consortium.coord.conductor.policy import ConductorCoordinator
-    from consortium.coord.conductor.spec import answer_kind
-    from consortium.coord.conductor.tools import AnswerTools
-    from consortium.coord.conductor.workflow import parse_workflow
-    from consortium.pool import Pool
-    from consortium.runtime.caller import Caller
-    from consortium.runtime.store import TraceStore
-    from consortium.tasks.base import Task
+    from consortium.evaluation.one_question import ConductRequest, conduct_question
 
-    if not question.strip():
-        raise ConsortiumError("the question is empty")
-    if (conductor is None) == (workflow is None):
-        raise ConsortiumError("give either --conductor MODEL or --workflow TEXT|@FILE")
-    executor = WorkflowExecutor(tools=AnswerTools(answer_kind(answers, "--answers")))
-    config = load_pool(pool)
-    if conductor is not None:
-        config.get(conductor)
-    roster = (
-        [config.get(name).name for name in workers.split(",") if name]
-        if workers
-        else [n for n in config.names if n != conductor]
+    request = ConductRequest(
+        question=question,
+        pool=pool,
+        conductor=conductor,
+        workers=workers,
+        workflow=workflow,
+        recursion=recursion,
+        max_depth=max_depth,
+        max_calls=max_calls,
+        max_steps=max_steps,
+        answers=answers,
+        traces=traces,
     )
-    if not roster:
-        raise ConsortiumError("no workers: the pool holds only the conductor")
-    fixed = None
-    if workflow is not None:
-        text = workflow
-        if workflow.startswith("@"):
-            try:
-                text = Path(workflow[1:]).read_text(encoding="utf-8")
-            except OSError as error:
-                raise ConsortiumError(f"--workflow {workflow}: {error.strerror}") from None
-        fixed = parse_workflow(text, roster, max_steps=max_steps)
-    store = TraceStore(traces)
+    _print_conducted(conduct_question(request))
 
-    async def go(run_id: str) -> tuple[WorkflowRun, Caller]:
-        async with Pool(config) as members:
-            caller = Caller(members, store, run_id, telemetry=Telemetry.from_env())
-            task_caller = caller.for_task("conduct", "conduct")
-            if fixed is not None:
-                return await executor.run(fixed, question, task_caller), caller
-            assert conductor is not None
-            policy = ConductorCoordinator(
-                conductor,
-                roster,
-                strengths={m.name: m.strengths for m in config.models},
-                max_steps=max_steps,
-                recursion=recursion,
-                max_depth=max_depth,
-                max_conductor_calls=max_calls,
-                executor=executor,
-            )
-            outcome = await policy.run(Task("conduct", question, "ask", "none"), task_caller)
-            assert outcome.workflow is not None
-            return outcome.workflow, caller
 
-    with store.running("conduct", pool=str(pool)) as stored:
-        run, caller = asyncio.run(go(stored.run_id))
-    run_id = stored.run_id
+def _print_conducted(conducted: Conducted) -> None:
+    """The workflow, each step with what it saw, and the answer; what it took on stderr."""
+    run, budget = conducted.run, conducted.budget
     console.rule("workflow")
-    console.print(run.workflow.to_text(roster), markup=False, highlight=False)
+    console.print(run.workflow.to_text(conducted.roster), markup=False, highlight=False)
     console.rule("steps")
-    _print_run(run, roster)
+    _print_run(run, conducted.roster)
     console.rule("answer")
     console.print(run.answer, markup=False, highlight=False)
-    budget = caller.budget
     err_console.print(
         f"[dim]{len(run.steps)} step(s) · {budget.calls} call(s) · {budget.tokens} tokens · "
-        f"${budget.cost:.6f} · {run.wall_time:.2f}s · run {run_id}[/dim]"
+        f"${budget.cost:.6f} · {run.wall_time:.2f}s · run {conducted.run_id}[/dim]"
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -24,6 +24,9 @@ from consortium.cli.options import (
 )
 from consortium.coord.spec_forms import POLICY_SPECS
 from consortium.tasks.forms import TASK_SPECS
+
+if TYPE_CHECKING:
+    from consortium.evaluation.entry import EvalConfig, EvalResult
 
 
 @app.command("eval")
@@ -93,9 +96,7 @@ def evaluate(
     means for the replay datasets.
     """
     from consortium.coord.registry import parse_substitutes
-    from consortium.core.progress import task_progress
-    from consortium.evaluation.entry import EvalConfig, run_evaluation
-    from consortium.evaluation.tables import failure_lines, plot_report, to_json, to_rich
+    from consortium.evaluation.entry import EvalConfig
 
     config = EvalConfig(
         pool=pool,
@@ -115,6 +116,17 @@ def evaluate(
         traces=traces,
         substitutes=parse_substitutes(substitute or []),
     )
+    result = _run_with_progress(config)
+    _print_and_write(result, json_out, markdown, png)
+    run_id = result.run_id
+    err_console.print(f"[dim]run {run_id} · its calls: consortium traces show {run_id}[/dim]")
+
+
+def _run_with_progress(config: EvalConfig) -> EvalResult:
+    """`run_evaluation`, with a progress bar on stderr once the work begins."""
+    from consortium.core.progress import task_progress
+    from consortium.evaluation.entry import run_evaluation
+
     progress = task_progress(err_console)
 
     def start(description: str, total: int | None) -> Callable[[object], None]:
@@ -123,12 +135,20 @@ def evaluate(
         return lambda _result: progress.advance(bar)
 
     try:
-        result = run_evaluation(config, start)
+        return run_evaluation(config, start)
     finally:
         if progress.live.is_started:
             progress.stop()
+
+
+def _print_and_write(
+    result: EvalResult, json_out: Path | None, markdown: Path | None, png: Path | None
+) -> None:
+    """The table (and every failure's reason) on stdout; the JSON, Markdown and PNG asked for."""
+    from consortium.evaluation.tables import failure_lines, plot_report, to_json, to_rich
+
     table = result.markdown()
-    if protocol == "routerdc":
+    if result.protocol == "routerdc":
         console.print(table, markup=False, highlight=False, soft_wrap=True)
     else:
         console.print(to_rich(result.report))
@@ -141,5 +161,3 @@ def evaluate(
         markdown.write_text(table)
     if png:
         plot_report(to_json(result.report), png)
-    run_id = result.run_id
-    err_console.print(f"[dim]run {run_id} · its calls: consortium traces show {run_id}[/dim]")
