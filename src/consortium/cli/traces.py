@@ -101,6 +101,17 @@ def traces_show(
     store, header = _stored_run(traces, run)
     run = header["run_id"]
     console.print(f"run {run} · {header['kind']} · {header['status']} · pool {header['pool']}")
+    _show_calls(store, run, limit)
+    _show_stages(store, run, limit)
+    failed = [r for r in store.iter_results(run) if r["error"]]
+    if failed:
+        console.print(f"{len(failed):,} task(s) failed:")
+    for result in failed[:limit]:
+        console.print(f"  {result['task_id']} · {result['policy']}: {result['error']}")
+
+
+def _show_calls(store: TraceStore, run: str, limit: int) -> None:
+    """The run's first `limit` calls as a table, and how many there are when that is more."""
     table = Table()
     # Numbers never wrap; names fold onto more lines rather than lose characters; the answer
     # column takes the room that is left.
@@ -133,12 +144,6 @@ def traces_show(
             f"showing {limit:,} of {total:,} calls (--limit N shows more; "
             f"`consortium traces export {run}` writes them all)"
         )
-    _show_stages(store, run, limit)
-    failed = [r for r in store.iter_results(run) if r["error"]]
-    if failed:
-        console.print(f"{len(failed):,} task(s) failed:")
-    for result in failed[:limit]:
-        console.print(f"  {result['task_id']} · {result['policy']}: {result['error']}")
 
 
 def _show_stages(store: TraceStore, run: str, limit: int) -> None:
