@@ -49,18 +49,32 @@ def records_import(
 
       consortium records import --out records --report out/records-import.md
     """
-    from rich.progress import Progress, TaskID
-
-    from consortium.evaluation.debates.import_lines import debate_import_lines
-    from consortium.records.corpora import BY_DEFAULT, RECIPES, import_corpus
+    from consortium.records.corpora import BY_DEFAULT, RECIPES
     from consortium.records.errors import RecordsError
-    from consortium.records.report import write_report
-    from consortium.records.store import write_records
 
     names = [n for n in only.split(",") if n] if only else list(BY_DEFAULT)
     unknown = [n for n in names if n not in RECIPES]
     if unknown:
         raise RecordsError(f"--only: unknown corpus {unknown[0]!r}; known: {', '.join(RECIPES)}")
+    written = _import_corpora(names, data, out, limit)
+    if report is not None:
+        command = (
+            "consortium records import"
+            + (f" --only {only}" if only else "")
+            + (f" --limit {limit}" if limit else "")
+            + f" --report {report}"
+        )
+        _write_import_report(written, report, command)
+
+
+def _import_corpora(names: list[str], data: Path, out: Path, limit: int | None) -> list[Records]:
+    """Each corpus imported into OUT/NAME, with a progress bar while it is graded and a line
+    (and its grade warnings) when it is written."""
+    from rich.progress import Progress, TaskID
+
+    from consortium.records.corpora import import_corpus
+    from consortium.records.store import write_records
+
     written = []
     with Progress(console=err_console, transient=True) as bar:
         for name in names:
@@ -76,20 +90,18 @@ def records_import(
                 f"{name}: {len(rows)} rows, {manifest.questions} questions -> {out / name}"
             )
             say_grade_warnings(written[-1])
-    if report is not None:
-        command = (
-            "consortium records import"
-            + (f" --only {only}" if only else "")
-            + (f" --limit {limit}" if limit else "")
-            + f" --report {report}"
-        )
-        summaries, disagreements = write_report(
-            written, report, command, debate_import_lines(written)
-        )
-        console.print(
-            f"wrote {report} ({len(summaries)} data set × model rows, "
-            f"{len(disagreements)} disagreements)"
-        )
+    return written
+
+
+def _write_import_report(written: list[Records], report: Path, command: str) -> None:
+    from consortium.evaluation.debates.import_lines import debate_import_lines
+    from consortium.records.report import write_report
+
+    summaries, disagreements = write_report(written, report, command, debate_import_lines(written))
+    console.print(
+        f"wrote {report} ({len(summaries)} data set × model rows, "
+        f"{len(disagreements)} disagreements)"
+    )
 
 
 @records_app.command("show")
