@@ -12,6 +12,7 @@ from consortium.cli.options import DEFAULT_TRACES, MaxCostOption, PoolOption, Tr
 
 if TYPE_CHECKING:
     from consortium.pool.config import PoolConfig
+    from consortium.records.recorder import RecordRequest, RecordResult
     from consortium.tasks.base import TaskSet
 
 
@@ -63,10 +64,8 @@ def record_command(
       consortium record --pool pool.toml --tasks gsm8k:path=test.jsonl:limit=50 \\
         --samples 3 --max-cost 5 --out records/mine
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
     from consortium.pool.config import load_pool
-    from consortium.records.recorder import RecordRequest, record
+    from consortium.records.recorder import RecordRequest
     from consortium.tasks.registry import load_task_set
 
     config = load_pool(pool)
@@ -91,6 +90,15 @@ def record_command(
         created_by=f"consortium record --tasks {tasks} --samples {samples}",
         traces=traces,
     )
+    _print_recorded(_record_with_progress(request), out, max_cost)
+
+
+def _record_with_progress(request: RecordRequest) -> RecordResult:
+    """`record`, with a bar on stderr from the first call on."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from consortium.records.recorder import record
+
     columns = (
         TextColumn("recording"),
         BarColumn(),
@@ -106,10 +114,14 @@ def record_command(
         bar.update(task, completed=done, total=total, spent=f"${spent:.4f}")
 
     try:
-        result = record(request, advance)
+        return record(request, advance)
     finally:
         if bar.live.is_started:
             bar.stop()
+
+
+def _print_recorded(result: RecordResult, out: Path, max_cost: float | None) -> None:
+    """What was recorded; exit 3 when --max-cost left calls unmade."""
     table = result.records.table
     console.print(
         f"{out}: {table.num_rows} outputs ({result.calls} new, {result.resumed} from the journal), "
