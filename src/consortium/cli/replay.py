@@ -10,7 +10,6 @@ import typer
 from consortium.cli.app import err_console, replay_app
 from consortium.cli.options import PORT
 from consortium.core.errors import ConsortiumError
-from consortium.pool.config import dump_pool
 
 
 @replay_app.command("serve")
@@ -96,37 +95,17 @@ def replay_serve(
 
       consortium replay serve --records records/gsm8k --records records/math --port 8766
     """
-    from consortium.replay.data import SOURCES, load_replay
-    from consortium.replay.pool import replay_pool
+    from consortium.replay.pool import write_pool_file
+    from consortium.replay.records import served_data
     from consortium.replay.server import FaultConfig, LatencyModel, ReplayApp, serve
     from consortium.replay.server import exit_with_parent as watch_parent
 
     if coupling not in ("shared", "independent"):
         raise ConsortiumError("--coupling must be shared or independent")
-    try:
-        codes = tuple(int(code) for code in error_codes.split(",") if code)
-    except ValueError:
-        raise ConsortiumError(
-            f"--error-codes: expected numbers like 500,503,429, got {error_codes!r}"
-        ) from None
-    chosen = [name for name in sources.split(",") if name]
-    unknown = [name for name in chosen if name not in SOURCES]
-    if unknown or not chosen:
-        raise ConsortiumError(f"--sources: expected some of {', '.join(SOURCES)}, got {sources!r}")
-    if data is None and not records:
-        raise ConsortiumError("give --data (the RouterDC folder) or --records (records folders)")
-    recorded = load_replay(data, sources=chosen) if data is not None else None  # type: ignore[arg-type]
-    if records:
-        from consortium.replay.records import load_records_replay, merged
-
-        served = load_records_replay(records)
-        recorded = served if recorded is None else merged(recorded, served)
-    assert recorded is not None
+    codes = _error_codes(error_codes)
+    recorded = served_data(data, records or [], _sources(sources))  # type: ignore[arg-type]
     if write_pool is not None:
-        # atomic, so that `pool check --wait` never reads half a file
-        partial = write_pool.with_name(write_pool.name + ".partial")
-        partial.write_text(dump_pool(replay_pool(recorded, f"http://{host}:{port}/v1")))
-        partial.replace(write_pool)
+        write_pool_file(write_pool, recorded, f"http://{host}:{port}/v1")
         err_console.print(f"wrote {write_pool}")
     server = ReplayApp(
         recorded,
@@ -152,3 +131,22 @@ def replay_serve(
     if exit_with_parent:
         watch_parent()
     serve(server, host, port)
+
+
+def _error_codes(error_codes: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(code) for code in error_codes.split(",") if code)
+    except ValueError:
+        raise ConsortiumError(
+            f"--error-codes: expected numbers like 500,503,429, got {error_codes!r}"
+        ) from None
+
+
+def _sources(sources: str) -> list[str]:
+    from consortium.replay.data import SOURCES
+
+    chosen = [name for name in sources.split(",") if name]
+    unknown = [name for name in chosen if name not in SOURCES]
+    if unknown or not chosen:
+        raise ConsortiumError(f"--sources: expected some of {', '.join(SOURCES)}, got {sources!r}")
+    return chosen

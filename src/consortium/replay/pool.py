@@ -7,8 +7,16 @@ Each model's `max_tokens` lets its longest recorded answer through whole (`answe
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from consortium.core.tokens import estimate_tokens
-from consortium.pool.config import DEFAULT_MAX_TOKENS, ModelConfig, PoolConfig, parse_pool
+from consortium.pool.config import (
+    DEFAULT_MAX_TOKENS,
+    ModelConfig,
+    PoolConfig,
+    dump_pool,
+    parse_pool,
+)
 from consortium.records.names import short_name
 from consortium.replay.data import ReplayData
 
@@ -67,3 +75,11 @@ def replay_pool(
             }
         )
     return parse_pool({"models": entries}, "replay pool")
+
+
+def write_pool_file(path: Path, data: ReplayData, base_url: str) -> None:
+    """The pool file of a replay server's models, written atomically, so that `pool check
+    --wait` never reads half a file."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(dump_pool(replay_pool(data, base_url)))
+    partial.replace(path)

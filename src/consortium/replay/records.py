@@ -6,9 +6,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from consortium.core.errors import ConfigError
 from consortium.records.split import split_of
 from consortium.records.store import load_records
-from consortium.replay.data import RecordedSample, ReplayData, ReplayRecord
+from consortium.replay.data import (
+    SOURCES,
+    RecordedSample,
+    ReplayData,
+    ReplayRecord,
+    Source,
+    load_replay,
+)
 from consortium.replay.protocol_turns import RecordedDebate, joined, recorded_debates
 
 
@@ -63,3 +71,18 @@ def merged(first: ReplayData, second: ReplayData) -> ReplayData:
         prices={**first.prices, **second.prices},
         debates=joined(first.debates, second.debates),
     )
+
+
+def served_data(
+    data: Path | None, records: Sequence[Path], sources: Sequence[Source] = SOURCES
+) -> ReplayData:
+    """What `replay serve` serves: the RouterDC folder's `sources`, the records folders, or both
+    merged; neither is one line."""
+    if data is None and not records:
+        raise ConfigError("give --data (the RouterDC folder) or --records (records folders)")
+    recorded = load_replay(data, sources=sources) if data is not None else None
+    if records:
+        served = load_records_replay(records)
+        recorded = served if recorded is None else merged(recorded, served)
+    assert recorded is not None
+    return recorded
