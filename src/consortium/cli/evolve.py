@@ -20,6 +20,7 @@ from consortium.cli.options import (
 from consortium.core.errors import ConsortiumError
 
 if TYPE_CHECKING:
+    from consortium.evolve.guards import GuardConfig
     from consortium.evolve.state import RoundSummary
 
 
@@ -154,26 +155,11 @@ def evolve(
         --tasks replay:data=DIR:source=routerbench:split=train \\
         --final replay:data=DIR:source=routerbench:split=test
     """
-    from consortium.core.costs import COST_MEASURES
-    from consortium.evolve.guards import GuardConfig
     from consortium.evolve.loop import EvolveConfig
     from consortium.evolve.session import EvolveRequest, run_evolve
 
-    if test not in ("sign", "bootstrap"):
-        raise ConsortiumError("--test must be sign or bootstrap")
-    if cost not in COST_MEASURES:
-        raise ConsortiumError(f"--cost must be one of {', '.join(COST_MEASURES)}")
-    guard = GuardConfig(
-        alpha=alpha,
-        margin=margin,
-        test=test,  # type: ignore[arg-type]
-        cheaper_by=cheaper_by,
-        noninferiority=noninferiority,
-        max_cost_per_task=max_cost_per_task,
-        max_calls_per_task=max_calls_per_task,
-        seed=seed,
-        cost=cost,
-    )
+    caps = (max_cost_per_task, max_calls_per_task)
+    guard = _guard_config(test, cost, alpha, margin, cheaper_by, noninferiority, caps, seed)
     request = EvolveRequest(
         pool=pool,
         tasks=tasks,
@@ -199,17 +185,50 @@ def evolve(
         ray_address=ray_address,
         traces=traces,
     )
-
-    def show(summary: RoundSummary) -> None:
-        heldout_row = summary.heldout
-        err_console.print(
-            f"round {summary.round}: held-out {100 * heldout_row.accuracy:.1f}% at "
-            f"{heldout_row.cost_per_task:.2e} USD, {heldout_row.tokens_per_task:,.0f} tokens, "
-            f"{heldout_row.seconds_per_task:.1f} s per task; adopted: {summary.adopted or 'none'}"
-        )
-
-    def note(line: str) -> None:
-        err_console.print(f"  {time.strftime('%H:%M:%S')} {line}", markup=False, highlight=False)
-
-    _state, report = run_evolve(request, on_round=show, on_note=note)
+    _state, report = run_evolve(request, on_round=_show_round, on_note=_note)
     console.print(f"report: {report} (rounds.png, pareto.png beside it)")
+
+
+def _guard_config(
+    test: str,
+    cost: str,
+    alpha: float,
+    margin: float,
+    cheaper_by: float,
+    noninferiority: float,
+    caps: tuple[float | None, float | None],
+    seed: int,
+) -> GuardConfig:
+    """The guards' settings (`caps`: cost and calls per task); a test or cost measure the guards
+    do not know is one line."""
+    from consortium.core.costs import COST_MEASURES
+    from consortium.evolve.guards import GuardConfig
+
+    if test not in ("sign", "bootstrap"):
+        raise ConsortiumError("--test must be sign or bootstrap")
+    if cost not in COST_MEASURES:
+        raise ConsortiumError(f"--cost must be one of {', '.join(COST_MEASURES)}")
+    return GuardConfig(
+        alpha=alpha,
+        margin=margin,
+        test=test,  # type: ignore[arg-type]
+        cheaper_by=cheaper_by,
+        noninferiority=noninferiority,
+        max_cost_per_task=caps[0],
+        max_calls_per_task=caps[1],
+        seed=seed,
+        cost=cost,
+    )
+
+
+def _show_round(summary: RoundSummary) -> None:
+    heldout_row = summary.heldout
+    err_console.print(
+        f"round {summary.round}: held-out {100 * heldout_row.accuracy:.1f}% at "
+        f"{heldout_row.cost_per_task:.2e} USD, {heldout_row.tokens_per_task:,.0f} tokens, "
+        f"{heldout_row.seconds_per_task:.1f} s per task; adopted: {summary.adopted or 'none'}"
+    )
+
+
+def _note(line: str) -> None:
+    err_console.print(f"  {time.strftime('%H:%M:%S')} {line}", markup=False, highlight=False)
