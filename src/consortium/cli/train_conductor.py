@@ -17,7 +17,9 @@ from consortium.pool.config import load_pool
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-    from consortium.train.conductor_stages import StageCallbacks
+    from consortium.pool.config import PoolConfig
+    from consortium.tasks.base import Task, TaskSet
+    from consortium.train.conductor_stages import StageCallbacks, StagedSettings
 
 
 @train_app.command("conductor")
@@ -115,9 +117,7 @@ def train_conductor(
     """
     from consortium.cli.task_sets import load_tasks
     from consortium.core.errors import ConfigError
-    from consortium.core.progress import task_progress
-    from consortium.runtime.dist import make_executor
-    from consortium.train.conductor_stages import StagedSettings, train_conductor_in_stages
+    from consortium.train.conductor_stages import StagedSettings
     from consortium.train.grpo import GRPOSettings
     from consortium.train.workflow_sft import WarmStartSettings
 
@@ -146,12 +146,27 @@ def train_conductor(
         method=method,
         rft_learning_rate=rft_lr,
     )
-    log = out / ("rounds.jsonl" if method == "rft" else "rewards.jsonl")
-    err_console.print(
-        f"{method.upper()}: {steps} {'rounds' if method == 'rft' else 'steps'} x "
-        f"{questions_per_step} questions x {group_size} workflows over "
-        f"{len(config.names)} workers (λ = {cost_weight:g}); reward log in {log}"
-    )
+    jobs = (executor, ray_address)
+    _train(base_model, config, task_set, held_out_tasks, out, settings, resume, jobs)
+
+
+def _train(
+    base_model: str,
+    config: PoolConfig,
+    task_set: TaskSet,
+    held_out: list[Task],
+    out: Path,
+    settings: StagedSettings,
+    resume: bool,
+    jobs: tuple[str, str | None],
+) -> None:
+    """`train_conductor_in_stages` with a bar per stage, announced before and summed up after;
+    `jobs`: the executor's name and Ray address."""
+    from consortium.core.progress import task_progress
+    from consortium.runtime.dist import make_executor
+    from consortium.train.conductor_stages import train_conductor_in_stages
+
+    _announce(settings, len(config.names), out)
     with task_progress(err_console) as progress:
         summary = train_conductor_in_stages(
             base_model,
@@ -160,12 +175,23 @@ def train_conductor(
             task_set.grader,
             out,
             settings,
-            held_out=held_out_tasks,
+            held_out=held_out,
             resume=resume,
-            callbacks=_stage_bars(progress, method),
-            jobs=make_executor(executor, ray_address),
+            callbacks=_stage_bars(progress, settings.method),
+            jobs=make_executor(*jobs),
         )
     _print_summary(summary, out)
+
+
+def _announce(settings: StagedSettings, workers: int, out: Path) -> None:
+    """The run's shape and where its reward log goes, before the first stage."""
+    method, grpo = settings.method, settings.grpo
+    log = out / ("rounds.jsonl" if method == "rft" else "rewards.jsonl")
+    err_console.print(
+        f"{method.upper()}: {grpo.steps} {'rounds' if method == 'rft' else 'steps'} x "
+        f"{grpo.questions_per_step} questions x {grpo.group_size} workflows over "
+        f"{workers} workers (λ = {grpo.cost_weight:g}); reward log in {log}"
+    )
 
 
 def _stage_bars(progress: Progress, method: str = "grpo") -> StageCallbacks:
