@@ -3,9 +3,8 @@ field map, several models) into one records folder, and that import run again fr
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,7 +13,7 @@ from consortium.cli.records import say_grade_warnings
 
 if TYPE_CHECKING:
     from consortium.records.rows import OutputRow
-    from consortium.records.schema import AnswerKind, Manifest
+    from consortium.records.schema import Manifest
 
 
 @records_app.command("import-file")
@@ -114,9 +113,15 @@ def records_import_file(
       consortium records import-file a.jsonl --layout rereading --model m \\
         --dataset gsm8k --kind number --out records/mine
     """
-    from consortium.records.layouts import import_files
+    from consortium.records.import_settings import (
+        ImportSettings,
+        file_options,
+        import_with,
+        read_import_config,
+    )
+    from consortium.records.importers.field_paths import parse_map_items
 
-    given = _ImportOptions(
+    given = ImportSettings(
         layout=layout,
         dataset=dataset,
         kind=kind,
@@ -128,194 +133,12 @@ def records_import_file(
         commit=commit,
         licence=licence,
         letters=letters,
-        files=[(path, model) for path in paths or []] + _file_options(files or []),
-        field_map=_map_options(field_map or []),
+        files=[(path, model) for path in paths or []] + file_options(files or []),
+        field_map=parse_map_items(field_map or []),
     )
-    settings = _merged(given, _read_import_config(config) if config else _ImportOptions())
-    layout_, dataset_, kind_, out_ = _required(settings)
-    manifest, rows = import_files(
-        layout_,
-        dataset=dataset_,
-        kind=kind_,
-        model=settings.model,
-        files=settings.files,
-        field_map=settings.field_map,
-        method=settings.method or "",
-        mbpp_tests=settings.mbpp_tests,
-        repo=settings.repo or "unknown",
-        commit=settings.commit or "unknown",
-        licence=settings.licence or "not stated",
-        letters=settings.letters,
-    )
-    _write_imported(out_, manifest, rows)
-
-
-@dataclass
-class _ImportOptions:
-    """`records import-file`'s settings, from the command line or a TOML file (None: not given)."""
-
-    layout: str | None = None
-    dataset: str | None = None
-    kind: str | None = None
-    out: Path | None = None
-    model: str | None = None
-    method: str | None = None
-    mbpp_tests: Path | None = None
-    repo: str | None = None
-    commit: str | None = None
-    licence: str | None = None
-    letters: str | None = None
-    files: list[tuple[Path, str | None]] = field(default_factory=list)
-    field_map: dict[str, str] = field(default_factory=dict)
-
-
-def _merged(given: _ImportOptions, config: _ImportOptions) -> _ImportOptions:
-    """The command line over the TOML file: scalars it gives win, its files replace the file's,
-    its --map entries override the file's entry by entry."""
-    merged = {
-        name: getattr(given, name) if getattr(given, name) is not None else getattr(config, name)
-        for name in _ImportOptions.__dataclass_fields__
-        if name not in ("files", "field_map")
-    }
-    return _ImportOptions(
-        **merged,
-        files=given.files or config.files,
-        field_map={**config.field_map, **given.field_map},
-    )
-
-
-def _required(settings: _ImportOptions) -> tuple[str, str, AnswerKind, Path]:
-    from consortium.records.errors import RecordsError
-    from consortium.records.schema import answer_kind_named
-
-    missing = [
-        f"--{name}"
-        for name in ("layout", "dataset", "kind", "out")
-        if getattr(settings, name) is None
-    ]
-    if missing:
-        raise RecordsError(
-            f"records import-file: give {', '.join(missing)} (or set it in --config)"
-        )
-    if not settings.files:
-        raise RecordsError(
-            "records import-file: no source files (give PATH arguments, --file PATH=MODEL or "
-            "[[files]] in --config)"
-        )
-    assert settings.layout and settings.dataset and settings.kind and settings.out
-    kind = answer_kind_named(settings.kind, "--kind")
-    return settings.layout, settings.dataset, kind, settings.out
-
-
-def _file_options(items: list[str]) -> list[tuple[Path, str | None]]:
-    """`--file PATH=MODEL` options; the path must exist."""
-    from consortium.records.errors import RecordsError
-
-    pairs: list[tuple[Path, str | None]] = []
-    for item in items:
-        path, sep, model = item.rpartition("=")
-        if not sep or not path or not model.strip():
-            raise RecordsError(f"--file {item!r}: expected PATH=MODEL, e.g. --file a.jsonl=gpt-4o")
-        pairs.append((_existing(Path(path), f"--file {item}"), model.strip()))
-    return pairs
-
-
-def _existing(path: Path, given: str) -> Path:
-    from consortium.records.errors import RecordsError
-
-    if not path.exists():
-        raise RecordsError(f"{given}: no such file or folder: {path}")
-    return path
-
-
-def _map_options(items: list[str]) -> dict[str, str]:
-    from consortium.records.importers.field_paths import parse_map_items
-
-    return parse_map_items(items)
-
-
-_CONFIG_KEYS = (
-    "layout",
-    "dataset",
-    "kind",
-    "out",
-    "model",
-    "method",
-    "mbpp_tests",
-    "repo",
-    "commit",
-    "licence",
-    "letters",
-    "files",
-    "map",
-)
-
-
-def _read_import_config(path: Path) -> _ImportOptions:
-    """A TOML recipe; relative paths in it are relative to its folder."""
-    import tomllib
-
-    from consortium.records.errors import RecordsError
-
-    try:
-        data = tomllib.loads(_existing(path, "--config").read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise RecordsError(f"{path}: not valid TOML ({error})") from None
-    unknown = [key for key in data if key not in _CONFIG_KEYS]
-    if unknown:
-        raise RecordsError(f"{path}: unknown key {unknown[0]!r}; known: {', '.join(_CONFIG_KEYS)}")
-    texts = {key: _config_text(path, data, key) for key in _CONFIG_KEYS[:-2]}
-    here = path.parent
-    return _ImportOptions(
-        layout=texts["layout"],
-        dataset=texts["dataset"],
-        kind=texts["kind"],
-        out=None if texts["out"] is None else here / texts["out"],
-        model=texts["model"],
-        method=texts["method"],
-        mbpp_tests=None if texts["mbpp_tests"] is None else here / texts["mbpp_tests"],
-        repo=texts["repo"],
-        commit=texts["commit"],
-        licence=texts["licence"],
-        letters=texts["letters"],
-        files=_config_files(path, data.get("files", [])),
-        field_map=_config_map(path, data.get("map", {})),
-    )
-
-
-def _config_text(path: Path, data: dict[str, Any], key: str) -> str | None:
-    from consortium.records.errors import RecordsError
-
-    value = data.get(key)
-    if value is not None and not isinstance(value, str):
-        raise RecordsError(f"{path}: {key} must be a string, got {value!r}")
-    return value
-
-
-def _config_files(path: Path, files: Any) -> list[tuple[Path, str | None]]:
-    from consortium.records.errors import RecordsError
-
-    if not isinstance(files, list) or not all(
-        isinstance(f, dict) and isinstance(f.get("path"), str) for f in files
-    ):
-        raise RecordsError(
-            f'{path}: files must be [[files]] tables with path = "…" and model = "…"'
-        )
-    pairs: list[tuple[Path, str | None]] = []
-    for entry in files:
-        file = path.parent / entry["path"]
-        model = entry.get("model")
-        pairs.append((_existing(file, f"{path}: files"), None if model is None else str(model)))
-    return pairs
-
-
-def _config_map(path: Path, table: Any) -> dict[str, str]:
-    from consortium.records.errors import RecordsError
-    from consortium.records.importers.field_paths import parse_map_items
-
-    if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
-        raise RecordsError(f'{path}: map must be a [map] table of field = "path" entries')
-    return parse_map_items([f"{key}={value}" for key, value in table.items()])
+    settings = given.over(read_import_config(config) if config else ImportSettings())
+    imported = import_with(settings)
+    _write_imported(imported.out, imported.manifest, imported.rows)
 
 
 def _write_imported(out: Path, manifest: Manifest, rows: list[OutputRow]) -> None:
