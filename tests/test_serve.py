@@ -190,6 +190,24 @@ def test_serving_an_evolve_folder_answers_with_its_final_strategy(
     )
 
 
+def test_ask_takes_an_evolve_folder_as_serve_does(
+    pool_path: Path, replay_data: ReplayData, tmp_path: Path
+) -> None:
+    from consortium.coord.strategy import Plan, Strategy
+
+    folder = tmp_path / "evolve"
+    folder.mkdir()
+    final = Strategy(default=Plan(first="single:MetaMath-Mistral-7B"))
+    (folder / "state.json").write_text(json.dumps({"incumbent": final.model_dump(mode="json")}))
+    args = ["--pool", str(pool_path), "--policy", str(folder)]
+    traces = ["--traces", f"sqlite:///{tmp_path / 't.db'}"]
+    asked = cli("ask", recorded_question(replay_data), *args, *traces)
+    assert asked.returncode == 0, asked.stderr
+    assert asked.stderr.startswith(f"strategy:{final.id} · 1 call(s)"), asked.stderr
+    refused = cli("ask", "What is 2 + 2?", *args, *traces, "--substitute", "a=b")
+    one_line_error(refused, f"--substitute: {folder} is an evolve folder")
+
+
 def test_a_request_past_its_deadline_is_answered_504(
     pool_path: Path, replay_data: ReplayData, tmp_path: Path
 ) -> None:
