@@ -3,7 +3,8 @@
 ConsortiumError
 ├── ConfigError            a pool, run or task configuration is malformed
 │   ├── UnknownModelError  a model name the pool does not have
-│   └── TaskSpecError      a --tasks spec that cannot be understood
+│   ├── TaskSpecError      a --tasks spec that cannot be understood
+│   └── ProcessStartError  a child process (a server, the sandbox's runner) did not start
 ├── CoordinatorError       a policy cannot be built or run as asked
 │   └── WorkflowError      a conductor's workflow cannot be run (coord.conductor.workflow)
 ├── AgentError             a backend call failed after its retries
@@ -59,6 +60,33 @@ class BudgetExceeded(ConsortiumError):
 
 class TaskSpecError(ConfigError):
     """A --tasks spec string cannot be understood."""
+
+
+class ProcessStartError(ConfigError):
+    """A child process exited before it was ready, or was not ready in time (core/process.py):
+    its label, exit code and last lines of output, or the timeout."""
+
+    def __init__(
+        self,
+        label: str,
+        *,
+        exit_code: int | None = None,
+        timeout: float | None = None,
+        last_lines: list[str] | None = None,
+        log: object = None,
+    ) -> None:
+        self.label = label
+        self.exit_code = exit_code
+        self.timeout = timeout
+        self.last_lines = list(last_lines or [])
+        said = " | ".join(self.last_lines)
+        if timeout is None:
+            message = f"{label} exited at start (exit code {exit_code})"
+        else:
+            message = f"{label} did not start within {timeout:g}s"
+        if log is not None:
+            message += f" (log: {log})"
+        super().__init__(message + (f": {said}" if said else ""))
 
 
 def reason(error: BaseException) -> str:

@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Self
 
 import httpx
 
-from consortium.core.errors import ConsortiumError
+from consortium.core.process import ManagedProcess
 
 
 def free_port() -> int:
@@ -39,52 +36,36 @@ class ChildServer:
     ) -> None:
         self.args = list(args)
         self.ready_path = ready_path
-        self.label = label
-        self.env = dict(env or {})
-        self.startup_timeout = startup_timeout
         self.port = free_port()
-        self._process: subprocess.Popen[bytes] | None = None
-        # The server's stderr, read back if it fails to start; it lives as long as the server.
-        self._log = tempfile.TemporaryFile()  # noqa: SIM115
+        command = [sys.executable, "-m", "consortium", *self.args, "--port", str(self.port)]
+        self.process = ManagedProcess(
+            command,
+            label=label,
+            ready=self._answers,
+            startup_timeout=startup_timeout,
+            env={**os.environ, **env} if env else None,
+        )
 
     @property
     def root(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    def _answers(self) -> bool:
+        try:
+            return httpx.get(f"{self.root}{self.ready_path}", timeout=1.0).status_code == 200
+        except httpx.HTTPError:
+            return False
+
     def start(self) -> Self:
-        command = [sys.executable, "-m", "consortium", *self.args, "--port", str(self.port)]
-        environment = {**os.environ, **self.env} if self.env else None
-        self._process = subprocess.Popen(command, stderr=self._log, env=environment)
-        deadline = time.monotonic() + self.startup_timeout
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                stderr = self.output()
-                raise ConsortiumError(f"{self.label} exited at start: {stderr.strip()[-500:]}")
-            try:
-                if httpx.get(f"{self.root}{self.ready_path}", timeout=1.0).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        self.stop()
-        raise ConsortiumError(f"{self.label} did not start within {self.startup_timeout:g}s")
+        self.process.start()
+        return self
 
     def output(self) -> str:
-        """What the server wrote to stderr so far (read without moving the offset the server
-        writes at: the file is shared with it)."""
-        size = os.fstat(self._log.fileno()).st_size
-        return os.pread(self._log.fileno(), size, 0).decode(errors="replace")
+        """What the server wrote to stderr so far."""
+        return self.process.output()
 
     def stop(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-        self._process = None
-        self._log.close()
+        self.process.stop()
 
     def __enter__(self) -> Self:
         return self.start()

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from consortium.core.process import GONE_STATES, stat_fields
+
 
 @dataclass(frozen=True)
 class Owner:
@@ -34,11 +36,10 @@ def start_token(pid: int) -> str | None:
     """`BOOT_ID:START_TICKS` of a live process; None without /proc or for a gone process."""
     try:
         boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-        # the command name (field 2) is in parentheses and may hold spaces: split after it
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        fields = stat_fields(pid)
     except OSError:
         return None
-    if len(fields) < 20 or fields[0] in ("Z", "X"):  # a zombie has finished
+    if len(fields) < 20 or fields[0] in GONE_STATES:
         return None
     return f"{boot}:{fields[19]}"  # field 22 of stat: the start time, after boot, in ticks
 

@@ -1,11 +1,11 @@
 """A throwaway PostgreSQL server on a free loopback port (tests, benchmarks, trying a cluster on
-one machine): `initdb` into a fresh data directory, `pg_ctl start`, and on exit `pg_ctl stop`
-and the directory removed.
+one machine): `initdb` into a fresh data directory, the `postgres` server as a child process
+(ready when its pid file says so), and on exit an immediate shutdown and the directory removed.
 
 It uses the server programs of the machine (Debian's `postgresql` package puts them in
 /usr/lib/postgresql/N/bin; `scripts/system-deps.sh` installs it as root). PostgreSQL refuses to
-run as root, so as root the server runs as the unprivileged `postgres` user the package creates
-(through `runuser`). Authentication is `trust` on 127.0.0.1 only, and no Unix socket is opened.
+run as root, so as root the server runs as the unprivileged `postgres` user the package creates.
+Authentication is `trust` on 127.0.0.1 only, and no Unix socket is opened.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -21,13 +22,15 @@ from types import TracebackType
 from typing import Self
 
 from consortium.core.errors import ConfigError
+from consortium.core.process import ManagedProcess
 from consortium.runtime.launch import free_port
 
 SUPERUSER = "consortium"
 
 
 def server_programs() -> Path | None:
-    """The folder holding `initdb` and `pg_ctl`, or None when PostgreSQL is not installed."""
+    """The folder holding `initdb` and `postgres` (beside `pg_ctl`), or None when PostgreSQL is
+    not installed."""
     found = shutil.which("pg_ctl")
     if found:
         return Path(found).resolve().parent
@@ -53,8 +56,9 @@ class PostgresServer:
         self.programs = programs
         self.port = free_port()
         self.startup_timeout = startup_timeout
-        self._runner: list[str] = []
+        self._as_user: dict[str, object] = {}
         self._home: Path | None = None
+        self._server: ManagedProcess | None = None
 
     @property
     def data_dir(self) -> Path:
@@ -63,13 +67,6 @@ class PostgresServer:
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql+psycopg://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
-
-    def _run(self, program: str, *args: str, timeout: float = 120.0) -> None:
-        command = [*self._runner, str(self.programs / program), *args]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-        if done.returncode != 0:
-            detail = (done.stderr or done.stdout).strip()[-800:]
-            raise ConfigError(f"PostgreSQL {program} failed: {detail}")
 
     def start(self) -> Self:
         # /tmp, not a private temporary folder: the server's user must be able to enter it.
@@ -81,29 +78,52 @@ class PostgresServer:
                 self._cleanup()
                 raise ConfigError("running as root needs the `postgres` user") from None
             os.chown(self._home, user.pw_uid, user.pw_gid)
-            self._runner = ["runuser", "-u", "postgres", "--"]
+            self._as_user = {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
         try:
-            self._run(
-                "initdb", "-D", str(self.data_dir), "-U", SUPERUSER, "--auth=trust",
-                "--encoding=UTF8", "--no-sync", "--no-instructions",
-            )  # fmt: skip
-            options = (
-                f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories='' "
-                "-c shared_buffers=16MB -c max_connections=60"
-            )
-            self._run(
-                "pg_ctl", "-D", str(self.data_dir), "-o", options, "-l",
-                str(self._home / "server.log"), "-w", "-t", str(int(self.startup_timeout)),
-                "start",
-            )  # fmt: skip
+            self._initdb()
+            command = [
+                str(self.programs / "postgres"), "-D", str(self.data_dir),
+                "-c", "listen_addresses=127.0.0.1", "-p", str(self.port),
+                "-c", "unix_socket_directories=", "-c", "shared_buffers=16MB",
+                "-c", "max_connections=60",
+            ]  # fmt: skip
+            self._server = ManagedProcess(
+                command,
+                label="PostgreSQL",
+                ready=self._accepts_connections,
+                startup_timeout=self.startup_timeout,
+                log=self._home / "server.log",
+                cwd=self._home,
+                stop_signal=signal.SIGQUIT,  # immediate shutdown: the data is thrown away
+                popen_options=self._as_user,
+            ).start()
         except BaseException:
             self.stop()
             raise
         return self
 
+    def _initdb(self) -> None:
+        command = [
+            str(self.programs / "initdb"), "-D", str(self.data_dir), "-U", SUPERUSER,
+            "--auth=trust", "--encoding=UTF8", "--no-sync", "--no-instructions",
+        ]  # fmt: skip
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=120, cwd=self._home, **self._as_user
+        )  # type: ignore[call-overload]
+        if done.returncode != 0:
+            detail = (done.stderr or done.stdout).strip()[-800:]
+            raise ConfigError(f"PostgreSQL initdb failed: {detail}")
+
+    def _accepts_connections(self) -> bool:
+        """The postmaster's pid file says `ready` (its 8th line, as `pg_ctl -w` reads it)."""
+        try:
+            lines = (self.data_dir / "postmaster.pid").read_text().splitlines()
+        except OSError:
+            return False
+        return len(lines) >= 8 and lines[7].strip() == "ready"
+
     def log(self) -> str:
-        path = self._home / "server.log" if self._home else None
-        return path.read_text(errors="replace") if path and path.exists() else ""
+        return self._server.output() if self._server else ""
 
     def create_database(self, name: str) -> str:
         """A new, empty database; returns its SQLAlchemy URL."""
@@ -115,13 +135,9 @@ class PostgresServer:
         return self.url(name)
 
     def stop(self) -> None:
-        if self._home is None:
-            return
-        if (self.data_dir / "postmaster.pid").exists():
-            try:
-                self._run("pg_ctl", "-D", str(self.data_dir), "-m", "immediate", "-w", "stop")
-            except (ConfigError, subprocess.TimeoutExpired):
-                _kill_postmaster(self.data_dir)
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
         self._cleanup()
 
     def _cleanup(self) -> None:
@@ -139,12 +155,3 @@ class PostgresServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-
-
-def _kill_postmaster(data_dir: Path) -> None:
-    """pg_ctl could not stop it: SIGKILL the postmaster named in its pid file."""
-    try:
-        pid = int((data_dir / "postmaster.pid").read_text().split()[0])
-        os.kill(pid, 9)
-    except (OSError, ValueError, IndexError):
-        pass

@@ -16,7 +16,6 @@ import contextlib
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,6 +26,13 @@ from types import TracebackType
 from typing import Self
 
 from consortium.core.errors import ConfigError
+from consortium.core.process import (
+    GONE_STATES,
+    ManagedProcess,
+    command_line,
+    is_running,
+    stat_fields,
+)
 from consortium.runtime.launch import free_port
 
 HOST = "127.0.0.2"
@@ -45,18 +51,22 @@ class RayNode:
     label: str
     num_cpus: int
     temp_dir: Path
-    process: subprocess.Popen[bytes] | None = None
+    process: ManagedProcess | None = None
     log: Path = field(init=False)
 
     def __post_init__(self) -> None:
         self.log = self.temp_dir.with_suffix(".log")
+
+    def started(self) -> bool:
+        """`ray start` says so (it does once the node is registered with the head)."""
+        return self.log.is_file() and STARTED in self.log.read_text(errors="replace")
 
     def pids(self) -> list[int]:
         """Every live process (not a zombie) of this node: those whose command line names its
         folder or that are in its process group, and their descendants (the raylet's workers
         rename themselves `ray::…` and leave the group)."""
         marker = str(self.temp_dir).encode()
-        group = self.process.pid if self.process is not None else None
+        group = self.process.pid if self.process is not None and self.process.process else None
         parents: dict[int, int] = {}
         found: set[int] = set()
         for entry in Path("/proc").iterdir():
@@ -64,14 +74,15 @@ class RayNode:
                 continue
             pid = int(entry.name)
             try:
-                stat = (entry / "stat").read_text().rsplit(") ", 1)[-1].split()
-                command = (entry / "cmdline").read_bytes()
+                stat = stat_fields(pid)
             except OSError:
                 continue
-            if stat[0] == "Z":
+            if stat[0] in GONE_STATES:
                 continue
             parents[pid] = int(stat[1])
-            if (group is not None and int(stat[2]) == group) or marker in command:
+            if (group is not None and int(stat[2]) == group) or marker in b"\0".join(
+                command_line(pid)
+            ):
                 found.add(pid)
         grown = True
         while grown:
@@ -84,25 +95,20 @@ class RayNode:
         """The names of the Ray tasks this node's workers are running (`ray::NAME` titles)."""
         names = []
         for pid in self.pids():
-            try:
-                title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
-            except (OSError, UnicodeDecodeError):
-                continue
+            title = b"".join(command_line(pid)[:1]).decode(errors="replace")
             if title.startswith("ray::") and title not in IDLE_TITLES:
                 names.append(title.removeprefix("ray::"))
         return names
 
     def raylet_pid(self) -> int | None:
         for pid in self.pids():
-            try:
-                command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
+            command = command_line(pid)
             if command and command[0].endswith(b"/raylet"):
                 return pid
         return None
 
     def stop(self) -> None:
+        """Its processes (the workers that left its group included): SIGTERM, then SIGKILL."""
         for sig in (signal.SIGTERM, signal.SIGKILL):
             pids = self.pids()
             for pid in pids:
@@ -110,23 +116,12 @@ class RayNode:
                     os.kill(pid, sig)
             deadline = time.monotonic() + 5
             while pids and time.monotonic() < deadline:
-                pids = [pid for pid in pids if _alive(pid)]
+                pids = [pid for pid in pids if is_running(pid)]
                 time.sleep(0.1)
-            if self.process is not None:
-                self.process.poll()
             if not pids:
                 break
         if self.process is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(timeout=5)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1]
-    except OSError:
-        return False
-    return state != "Z"
+            self.process.stop()
 
 
 class LocalRayCluster:
@@ -165,17 +160,20 @@ class LocalRayCluster:
         # Short paths: Ray's Unix sockets live in the temp folder and a socket path is < 108 bytes.
         self._root = Path(tempfile.mkdtemp(prefix="crc-", dir="/tmp"))
         try:
-            self._start_node("head", self.head_cpus, ["--head", f"--port={self.port}"])
-            self._wait_for_nodes(1)  # a worker that calls too early is refused, not retried
-            for index, cpus in enumerate(self.worker_cpus):
-                self._start_node(f"w{index}", cpus, [f"--address={self.address}"])
-            self._wait_for_nodes(len(self.nodes))
+            head = self._launch_node("head", self.head_cpus, ["--head", f"--port={self.port}"])
+            head.wait_ready()  # a worker that calls too early is refused, not retried
+            workers = [
+                self._launch_node(f"w{index}", cpus, [f"--address={self.address}"])
+                for index, cpus in enumerate(self.worker_cpus)
+            ]
+            for worker in workers:
+                worker.wait_ready()
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _start_node(self, label: str, cpus: int, role: list[str]) -> None:
+    def _launch_node(self, label: str, cpus: int, role: list[str]) -> ManagedProcess:
         assert self._root is not None
         node = RayNode(label, cpus, self._root / label)
         node.temp_dir.mkdir()
@@ -191,31 +189,20 @@ class LocalRayCluster:
         ]  # fmt: skip
         if label == "head":
             command += ["--include-dashboard=false"]
-        with node.log.open("wb") as log:
-            node.process = subprocess.Popen(
-                command,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=self.env,
-                start_new_session=True,
-                cwd=self._root,
-            )
+        node.process = ManagedProcess(
+            command,
+            label=f"ray node {label}",
+            ready=node.started,
+            startup_timeout=self.startup_timeout,
+            log=node.log,
+            env=self.env,
+            cwd=self._root,
+            new_session=True,
+            grace=5.0,
+            poll_seconds=0.3,
+        ).launch()
         self.nodes.append(node)
-
-    def _wait_for_nodes(self, count: int) -> None:
-        """Until every node's `ray start` says it started (it does once the node is registered
-        with the head)."""
-        deadline = time.monotonic() + self.startup_timeout
-        while time.monotonic() < deadline:
-            for node in self.nodes:
-                if node.process is not None and node.process.poll() is not None:
-                    tail = node.log.read_text(errors="replace")[-800:]
-                    raise ConfigError(f"ray node {node.label} exited at start: {tail}")
-            started = [n for n in self.nodes if STARTED in n.log.read_text(errors="replace")]
-            if len(started) >= count:
-                return
-            time.sleep(0.3)
-        raise ConfigError(f"{count} ray nodes did not start within {self.startup_timeout:g}s")
+        return node.process
 
     def kill_raylet(self, worker: int) -> int:
         """SIGKILL worker node `worker`'s raylet (a lost machine); returns its pid."""

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Literal
 
 from consortium.core.errors import ConfigError
+from consortium.core.process import is_running
 from consortium.sandbox.limits import ChildLimits, prlimit_command, processes_of, set_limits
 from consortium.sandbox.uids import UidPool
 
@@ -352,7 +353,7 @@ def _reap(uid: int, patience: float = 5.0) -> None:
         for entry in os.scandir("/proc"):
             if entry.name.isdigit():
                 with suppress(OSError):
-                    if entry.stat().st_uid == uid and not _is_zombie(entry.name):
+                    if entry.stat().st_uid == uid and is_running(int(entry.name)):
                         alive.append(int(entry.name))
         if not alive or time.monotonic() > deadline:
             return
@@ -360,11 +361,6 @@ def _reap(uid: int, patience: float = 5.0) -> None:
             with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.01)
-
-
-def _is_zombie(pid: str) -> bool:
-    with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-        return handle.read().rpartition(")")[2].split()[0] == "Z"
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:

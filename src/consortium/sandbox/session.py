@@ -26,13 +26,14 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping
-from contextlib import ExitStack, suppress
+from contextlib import ExitStack
 from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
 from typing import Protocol, Self
 
-from consortium.core.errors import ConfigError
+from consortium.core.errors import ConfigError, ProcessStartError
+from consortium.core.process import ManagedProcess
 from consortium.sandbox import fork_runner
 from consortium.sandbox.runner import Sandbox, SandboxResult, _reap, checked_files
 
@@ -74,7 +75,7 @@ class ClosedOnExit:
 class SandboxSession(ClosedOnExit):
     def __init__(self, sandbox: Sandbox) -> None:
         self.sandbox = sandbox
-        self._process: subprocess.Popen[bytes] | None = None
+        self._runner: ManagedProcess | None = None
         self._resources = ExitStack()
         self._uid: int | None = None
         self._pending = b""
@@ -119,13 +120,15 @@ class SandboxSession(ClosedOnExit):
             limit_hit,
         )
 
+    @property
+    def _process(self) -> subprocess.Popen[bytes] | None:
+        return self._runner.process if self._runner is not None else None
+
     def close(self) -> None:
         """Stop the runner and whatever runs as its uid; give the uid and the folder back."""
-        process, self._process = self._process, None
-        if process is not None:
-            with suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            runner.stop()
             if self._uid is not None:
                 _reap(self._uid)
         self._resources.close()
@@ -152,33 +155,39 @@ class SandboxSession(ClosedOnExit):
             "max_output_bytes": sandbox.limits.max_output_bytes,
         }
         command = sandbox.bwrap_command(workdir, uid, binds=[(RUNNER, RUNNER_INSIDE)])
-        errors = self._resources.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
-        self._process = process = subprocess.Popen(
+        self._runner = ManagedProcess(
             [*command, "-I", RUNNER_INSIDE, json.dumps(settings)],
+            label="the sandbox's program runner",
+            # An empty program first: a runner that cannot start is this machine's error, never
+            # a verdict on the program that happens to come first.
+            ready=self._answers_an_empty_program,
+            startup_timeout=START_SECONDS,
             env={"PATH": "/usr/bin"},
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=errors,
-            start_new_session=True,
+            new_session=True,
+            stop_signal=signal.SIGKILL,
+            popen_options={"stdin": subprocess.PIPE, "stdout": subprocess.PIPE},
         )
-        # An empty program first: a runner that cannot start is this machine's error, never a
-        # verdict on the program that happens to come first.
-        assert process.stdin is not None
         try:
-            process.stdin.write(json.dumps({"code": ""}).encode() + b"\n")
-            process.stdin.flush()
-            started = self._answer(time.monotonic() + START_SECONDS) is not None
-        except BrokenPipeError:
-            started = False
-        if not started:
-            errors.seek(0)
-            said = errors.read().decode(errors="replace").strip().splitlines()[-1:]
+            self._runner.start()
+        except ProcessStartError as error:
             self.close()
+            said = error.last_lines[-1:]
             raise ConfigError(
                 "the sandbox's program runner did not start under bubblewrap"
                 + (f": {said[0]}" if said else "")
-            )
-        return process
+            ) from None
+        assert self._runner.process is not None
+        return self._runner.process
+
+    def _answers_an_empty_program(self) -> bool:
+        process = self._process
+        assert process is not None and process.stdin is not None
+        try:
+            process.stdin.write(json.dumps({"code": ""}).encode() + b"\n")
+            process.stdin.flush()
+        except BrokenPipeError:
+            return False
+        return self._answer(time.monotonic() + START_SECONDS) is not None
 
     def _answer(self, deadline: float) -> bytes | None:
         """The runner's next line, or None when it closed its output or `deadline` passed."""

@@ -12,15 +12,12 @@ logs are kept in `STATE_DIR/servers.json`, which `consortium local stop` reads.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -28,6 +25,7 @@ from typing import Self
 import httpx
 
 from consortium.core.errors import ConfigError, ConsortiumError
+from consortium.core.process import ManagedProcess, command_line, end_process, is_running
 from consortium.pool.config import ModelConfig, PoolConfig, dump_pool
 from consortium.runtime.launch import free_port
 from consortium.smallmodels.files import INSTALL_HINT, MODELS, GgufModel, locate
@@ -166,50 +164,35 @@ class LlamaCppServers:
             )
         self.state_dir.mkdir(parents=True, exist_ok=True)
         files = {model.name: locate(model) for model in self.models}  # the cache's models/
-        started: list[tuple[RunningServer, subprocess.Popen[bytes]]] = []
+        started: list[tuple[RunningServer, ManagedProcess]] = []
         try:
             for model in self.models:
                 port = free_port()
                 log = self.state_dir / f"{model.name}.log"
-                with log.open("wb") as handle:
-                    process = subprocess.Popen(
-                        server_command(model, files[model.name], port, self.settings),
-                        stdout=handle,
-                        stderr=subprocess.STDOUT,
-                        stdin=subprocess.DEVNULL,
-                        start_new_session=True,  # outlives `consortium local start`
-                    )
+                process = ManagedProcess(
+                    server_command(model, files[model.name], port, self.settings),
+                    label=f"llama.cpp server for {model.name}",
+                    ready=partial(_answers, f"http://{self.settings.host}:{port}/v1"),
+                    startup_timeout=self.settings.startup_timeout,
+                    log=log,
+                    new_session=True,  # outlives `consortium local start`
+                    poll_seconds=0.2,
+                    popen_options={"stdin": subprocess.DEVNULL},
+                ).launch()
                 server = RunningServer(
                     model.name, process.pid, port, str(files[model.name]), str(log)
                 )
                 started.append((server, process))
                 self._write([s for s, _ in started])
-            for server, process in started:
-                self._wait_ready(server, process)
+            for _, process in started:
+                process.wait_ready()
         except BaseException:
             for _, process in started:
-                _terminate(process.pid)
+                process.stop()
             self.state_file.unlink(missing_ok=True)
             raise
         self.servers = [server for server, _ in started]
         return self.servers
-
-    def _wait_ready(self, server: RunningServer, process: subprocess.Popen[bytes]) -> None:
-        deadline = time.monotonic() + self.settings.startup_timeout
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                tail = Path(server.log).read_text(errors="replace").strip()[-600:]
-                raise ConsortiumError(f"llama.cpp server for {server.name} exited at start: {tail}")
-            try:
-                if httpx.get(f"{server.base_url}/models", timeout=2.0).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        raise ConsortiumError(
-            f"llama.cpp server for {server.name} did not answer within "
-            f"{self.settings.startup_timeout:g}s (log: {server.log})"
-        )
 
     def _write(self, servers: Sequence[RunningServer]) -> None:
         state = {"settings": asdict(self.settings), "servers": [asdict(s) for s in servers]}
@@ -239,7 +222,7 @@ class LlamaCppServers:
 
     def stop(self) -> list[str]:
         """Stop every recorded server; the names of those that were running."""
-        stopped = [server.name for server in self.running() if _terminate(server.pid)]
+        stopped = [server.name for server in self.running() if end_process(server.pid)]
         self.state_file.unlink(missing_ok=True)
         self.servers = []
         return stopped
@@ -257,40 +240,13 @@ class LlamaCppServers:
         self.stop()
 
 
+def _answers(base_url: str) -> bool:
+    try:
+        return httpx.get(f"{base_url}/models", timeout=2.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
 def _alive(pid: int) -> bool:
     """A live llama.cpp server process (a reused pid of another program does not count)."""
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    return b"llama_cpp.server" in command and _state(pid) not in ("Z", "X")
-
-
-def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return "X"
-
-
-def _terminate(pid: int, grace: float = 10.0) -> bool:
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return False
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        _reap(pid)
-        if not _alive(pid):
-            return True
-        time.sleep(0.1)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-    _reap(pid)
-    return True
-
-
-def _reap(pid: int) -> None:
-    """Collect the exit status when the server is our own child (tests), so it leaves no zombie."""
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)
+    return is_running(pid) and b"llama_cpp.server" in command_line(pid)
