@@ -13,17 +13,16 @@ Two sources, each a subfolder of the data directory:
 
 from __future__ import annotations
 
-import ast
-import csv
 import hashlib
-import json
-import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from consortium.core.errors import ConfigError
+from consortium.records.errors import RecordsError
+from consortium.records.importers.routerbench import RouterBenchRow, routerbench_rows
+from consortium.records.importers.split2 import split2_scores
 
 if TYPE_CHECKING:
     from consortium.replay.protocol_turns import RecordedDebate
@@ -178,12 +177,13 @@ def load_replay(data_dir: str | Path, sources: Sequence[Source] = SOURCES) -> Re
     records: list[ReplayRecord] = []
     files: list[str] = []
     for source in sources:
-        if source == "split2":
-            loaded, used = _load_split2(root / _FOLDERS[source])
-        elif source == "routerbench":
-            loaded, used = _load_routerbench(root / _FOLDERS[source])
-        else:
+        if source not in _FOLDERS:
             raise ConfigError(f"unknown replay source {source!r}; known: {', '.join(SOURCES)}")
+        load = _load_split2 if source == "split2" else _load_routerbench
+        try:
+            loaded, used = load(root / _FOLDERS[source])
+        except RecordsError as error:
+            raise ConfigError(str(error)) from None
         records += loaded
         files += [f"{root.name}/{name}" for name in used]
     if not records:
@@ -217,32 +217,13 @@ def _load_split2(folder: Path) -> tuple[list[ReplayRecord], list[str]]:
         path = folder / name
         if not path.exists():
             continue
-        try:
-            rows = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise ConfigError(f"{path}: not valid JSON ({error})") from None
-        for index, row in enumerate(rows):
-            scores: dict[str, float] = row["scores"]
+        for index, (question, scores) in enumerate(split2_scores(path)):
             p_correct = {
-                model: (float(s) if kind == "sampled" else float(s > 0))
-                for model, s in scores.items()
+                model: (s if kind == "sampled" else float(s > 0)) for model, s in scores.items()
             }
-            records.append(
-                ReplayRecord("split2", dataset, split, index, row["question"], p_correct)
-            )
+            records.append(ReplayRecord("split2", dataset, split, index, question, p_correct))
         used.append(f"split2_model7/{name}")
     return records, used
-
-
-def _literal_text(cell: str) -> str:
-    """RouterBench stores prompts and responses as Python list literals of strings."""
-    try:
-        value = ast.literal_eval(cell)
-    except (ValueError, SyntaxError):
-        return cell
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return "\n".join(value)
-    return cell
 
 
 def _load_routerbench(folder: Path) -> tuple[list[ReplayRecord], list[str]]:
@@ -250,52 +231,43 @@ def _load_routerbench(folder: Path) -> tuple[list[ReplayRecord], list[str]]:
     used: list[str] = []
     if not folder.is_dir():
         return records, used
-    csv.field_size_limit(sys.maxsize)
     for name, (dataset, split) in ROUTERBENCH_FILES.items():
         path = folder / name
         if not path.exists():
             continue
-        with path.open(newline="", encoding="utf-8") as handle:
-            reader = csv.DictReader(handle)
-            fields = reader.fieldnames or []
-            models = [f.split("|")[0] for f in fields if f.endswith("|model_response")]
-            for index, row in enumerate(reader):
-                responses = {m: _literal_text(row[f"{m}|model_response"]) for m in models}
-                p_correct = _routerbench_verdicts(row, models, responses)
-                costs = {m: float(row.get(f"{m}|total_cost") or 0.0) for m in models}
-                records.append(
-                    ReplayRecord(
-                        "routerbench",
-                        dataset,
-                        split,
-                        index,
-                        _literal_text(row["prompt"]),
-                        p_correct,
-                        responses,
-                        costs,
-                    )
+        models, rows = routerbench_rows(path)
+        for index, row in enumerate(rows):
+            records.append(
+                ReplayRecord(
+                    "routerbench",
+                    dataset,
+                    split,
+                    index,
+                    row.prompt,
+                    _routerbench_verdicts(row, models),
+                    row.responses,
+                    {m: row.costs[m] or 0.0 for m in models},
                 )
+            )
         used.append(f"routerbench_zs/{name}")
     return records, used
 
 
-def _routerbench_verdicts(
-    row: dict[str, str], models: list[str], responses: dict[str, str]
-) -> dict[str, float]:
+def _routerbench_verdicts(row: RouterBenchRow, models: list[str]) -> dict[str, float]:
     """0/1 per model. A few ARC cells are empty (not graded): such a response takes the verdict
     recorded for the same text from another model of the row, else counts as wrong; so a response
     text has one verdict per question, which is what lets a grader judge the text alone."""
     graded: dict[str, float] = {}
     for model in models:
-        cell = row.get(model, "").strip()
-        if cell:
-            graded.setdefault(responses[model].strip(), float(float(cell) >= 1.0))
-    verdicts: dict[str, float] = {}
-    for model in models:
-        cell = row.get(model, "").strip()
-        text = responses[model].strip()
-        verdicts[model] = float(float(cell) >= 1.0) if cell else graded.get(text, 0.0)
-    return verdicts
+        verdict = row.verdicts[model]
+        if verdict is not None:
+            graded.setdefault(row.responses[model].strip(), float(verdict))
+    return {
+        model: float(verdict)
+        if (verdict := row.verdicts[model]) is not None
+        else graded.get(row.responses[model].strip(), 0.0)
+        for model in models
+    }
 
 
 def reference_token(question: str) -> str:

@@ -15,6 +15,7 @@ import difflib
 import json
 import sys
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from consortium.tasks.choice import extract_choice
 
 
 def literal_text(cell: str) -> str:
+    """RouterBench stores prompts and responses as Python list literals of strings."""
     try:
         value = ast.literal_eval(cell)
     except (ValueError, SyntaxError):
@@ -38,10 +40,54 @@ CLOSE = 0.85
 """How close (difflib ratio) a re-worded MBPP prompt must be to an MBPP task's text to join."""
 
 
+@dataclass(frozen=True)
+class RouterBenchRow:
+    """One prompt of a RouterBench CSV, its texts read out of their list literals."""
+
+    sample_id: str
+    eval_name: str
+    prompt: str
+    responses: dict[str, str]
+    verdicts: dict[str, bool | None]
+    """RouterBench's 0/1 correctness per model; None for an empty (ungraded) cell."""
+    costs: dict[str, float | None]
+    """USD per model; None for an empty cell."""
+
+
+def routerbench_rows(path: str | Path) -> tuple[list[str], list[RouterBenchRow]]:
+    """The models and the rows of one RouterBench CSV, in file order (both the importer and the
+    replay read RouterBench through this)."""
+    path = Path(path)
+    if not path.is_file():
+        raise RecordsError(f"source file not found: {path}")
+    csv.field_size_limit(sys.maxsize)
+    with path.open(newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        fields = reader.fieldnames or []
+        models = [f.split("|")[0] for f in fields if f.endswith("|model_response")]
+        if not models or "sample_id" not in fields or "prompt" not in fields:
+            raise RecordsError(f"{path}: not a RouterBench CSV (no sample_id, prompt, responses)")
+        rows = [
+            RouterBenchRow(
+                sample_id=row["sample_id"],
+                eval_name=row.get("eval_name", ""),
+                prompt=literal_text(row["prompt"]),
+                responses={m: literal_text(row[f"{m}|model_response"]) for m in models},
+                verdicts={m: _verdict(row.get(m)) for m in models},
+                costs={m: _number_or_none(row.get(f"{m}|total_cost")) for m in models},
+            )
+            for row in reader
+        ]
+    return models, rows
+
+
+def _number_or_none(cell: str | None) -> float | None:
+    return float(cell) if cell is not None and cell.strip() else None
+
+
 def _verdict(cell: str | None) -> bool | None:
-    if cell is None or not cell.strip():
-        return None
-    return float(cell) >= 1.0
+    number = _number_or_none(cell)
+    return None if number is None else number >= 1.0
 
 
 def _letters(prompt: str) -> str:
@@ -74,26 +120,16 @@ def read_routerbench(
     path: str | Path, *, mbpp_tests: dict[str, dict[str, Any]] | None = None
 ) -> SourceImport:
     path = Path(path)
-    if not path.is_file():
-        raise RecordsError(f"source file not found: {path}")
-    csv.field_size_limit(sys.maxsize)
-    with path.open(newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        fields = reader.fieldnames or []
-        models = [f.split("|")[0] for f in fields if f.endswith("|model_response")]
-        if not models or "sample_id" not in fields or "prompt" not in fields:
-            raise RecordsError(f"{path}: not a RouterBench CSV (no sample_id, prompt, responses)")
-        rows = list(reader)
+    models, rows = routerbench_rows(path)
     outputs: list[SourceOutput] = []
     unresolved = unmatched = close = 0
     for row in rows:
-        prompt = literal_text(row["prompt"])
-        eval_name = row.get("eval_name", "")
-        responses = {m: text_or_none(literal_text(row[f"{m}|model_response"])) for m in models}
-        verdicts = {m: _verdict(row.get(m)) for m in models}
+        prompt = row.prompt
+        responses = {m: text_or_none(row.responses[m]) for m in models}
+        verdicts = row.verdicts
         task: dict[str, Any] = {}
         reference: str | None = None
-        if eval_name == "mbpp":
+        if row.eval_name == "mbpp":
             text = " ".join(prompt.split())
             found = (mbpp_tests or {}).get(text)
             if found is None and mbpp_tests:
@@ -118,17 +154,16 @@ def read_routerbench(
             else:
                 unresolved += 1
         for model in models:
-            cost = row.get(f"{model}|total_cost") or ""
             outputs.append(
                 SourceOutput(
-                    question_id=row["sample_id"],
+                    question_id=row.sample_id,
                     question=prompt,
                     reference=reference,
                     model=model,
                     sample=0,
                     response=responses[model],
                     source_correct=verdicts[model],
-                    cost_usd=float(cost) if cost.strip() else None,
+                    cost_usd=row.costs[model],
                     error=None if responses[model] is not None else "empty output recorded",
                     task=task,
                 )

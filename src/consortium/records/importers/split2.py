@@ -13,27 +13,38 @@ from consortium.records.importers.base import SourceImport, SourceOutput, read_j
 from consortium.records.schema import SourceFile
 
 
-def read_split2(path: str | Path, *, choice: bool, prefix: str = "") -> SourceImport:
-    """`prefix` keeps question ids unique when train and test files join (e.g. "test/")."""
+def split2_scores(path: str | Path) -> list[tuple[str, dict[str, float]]]:
+    """(question, {model: score}) per row of one split2 file, in file order (both the importer
+    and the replay read split2 through this)."""
     path = Path(path)
     rows = read_json(path)
     if not isinstance(rows, list) or not rows or "scores" not in rows[0]:
         raise RecordsError(f"{path}: expected a JSON list of {{question, scores}}")
+    return [
+        (str(row["question"]), {model: float(s) for model, s in row["scores"].items()})
+        for row in rows
+    ]
+
+
+def read_split2(path: str | Path, *, choice: bool, prefix: str = "") -> SourceImport:
+    """`prefix` keeps question ids unique when train and test files join (e.g. "test/")."""
+    path = Path(path)
+    rows = split2_scores(path)
     outputs = []
-    for index, row in enumerate(rows):
-        for model, score in row["scores"].items():
+    for index, (question, scores) in enumerate(rows):
+        for model, score in scores.items():
             outputs.append(
                 SourceOutput(
                     question_id=f"{prefix}{index}",
-                    question=str(row["question"]),
+                    question=question,
                     reference=None,
                     model=model,
                     sample=0,
                     response=None,
-                    source_correct=(float(score) > 0) if choice else None,
-                    source_score=float(score),
+                    source_correct=(score > 0) if choice else None,
+                    source_score=score,
                     error="no response text recorded (scores only)",
                 )
             )
-    models = list(rows[0]["scores"])
+    models = list(rows[0][1])
     return SourceImport(outputs, [SourceFile(path=str(path), model=m) for m in models])
