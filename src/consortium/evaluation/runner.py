@@ -39,9 +39,12 @@ async def run_policy(
     task_limits: Limits | None = None,
     on_done: Callable[[TaskResult], None] | None = None,
     deadline: float | None = None,
+    finished: Sequence[TaskResult] = (),
 ) -> list[TaskResult]:
-    """Every task through `coordinator`, graded; `deadline` (seconds) bounds each task's whole
-    run: past it the task's calls are cancelled and it is graded wrong with the reason."""
+    """Every task through `coordinator`, graded, in task order; `deadline` (seconds) bounds each
+    task's whole run: past it the task's calls are cancelled and it is graded wrong with the
+    reason. A task whose result `finished` holds (this policy's stored results of the same run,
+    resumed) is not run again."""
     gate = asyncio.Semaphore(concurrency)
 
     async def one(task: Task) -> TaskResult:
@@ -98,7 +101,10 @@ async def run_policy(
                 on_done(result)
             return result
 
-    return list(await asyncio.gather(*(one(task) for task in tasks)))
+    done = {result.task.id: result for result in finished}
+    fresh = await asyncio.gather(*(one(task) for task in tasks if task.id not in done))
+    done |= {result.task.id: result for result in fresh}
+    return [done[task.id] for task in tasks]
 
 
 def _reference(task: Task) -> str | None:
@@ -135,21 +141,20 @@ class PolicyOnTasks:
     async def __call__(self, part: PolicyPart, caller: Caller) -> list[TaskResult]:
         index, tasks = part
         coordinator = self.builders[index](caller.pool.config)
-        stored: dict[str, TaskResult] = {}
+        stored: Sequence[TaskResult] = []
         if self.resumable and caller.store is not None:
-            found = stored_results(caller.store, caller.run_id, tasks).get(coordinator.name, [])
-            stored = {result.task.id: result for result in found}
-        fresh = await run_policy(
+            found = stored_results(caller.store, caller.run_id, tasks)
+            stored = found.get(coordinator.name, [])
+        return await run_policy(
             coordinator,
-            [task for task in tasks if task.id not in stored],
+            tasks,
             self.grader,
             caller,
             concurrency=self.concurrency,
             task_limits=self.task_limits,
             deadline=self.deadline,
+            finished=stored,
         )
-        by_id = stored | {result.task.id: result for result in fresh}
-        return [by_id[task.id] for task in tasks]
 
 
 async def evaluate_on(
@@ -222,22 +227,20 @@ async def run_policies(
     """Each policy over all tasks, in turn; results in task order, one list per policy.
     `finished` holds results of an interrupted run of the same evaluation, by policy name: those
     tasks are not run again."""
-    per_policy = []
-    for coordinator in coordinators:
-        previous = {r.task.id: r for r in (finished or {}).get(coordinator.name, [])}
-        fresh = await run_policy(
+    return [
+        await run_policy(
             coordinator,
-            [t for t in tasks if t.id not in previous],
+            tasks,
             grader,
             caller,
             concurrency=concurrency,
             task_limits=task_limits,
             on_done=on_done,
             deadline=deadline,
+            finished=(finished or {}).get(coordinator.name, []),
         )
-        by_id = previous | {r.task.id: r for r in fresh}
-        per_policy.append([by_id[t.id] for t in tasks])
-    return per_policy
+        for coordinator in coordinators
+    ]
 
 
 async def evaluate_policies(
