@@ -17,7 +17,7 @@ import pytest
 from consortium.coord.answers.folder import load_answer_policy, read_policy, write_policy
 from consortium.coord.answers.kinds import CHECKED_KINDS, RULE_KINDS
 from consortium.coord.answers.rules import Submit
-from consortium.coord.registry import pool_name
+from consortium.coord.spec_values import pool_name
 from consortium.core.errors import ConfigError
 from consortium.core.tokens import estimate_tokens
 from consortium.evaluation.entry import EvalConfig, run_evaluation

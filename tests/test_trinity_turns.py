@@ -28,7 +28,7 @@ from consortium.coord.answers.trinity_turns import (
     current_index,
     trinity_from,
 )
-from consortium.coord.registry import pool_name
+from consortium.coord.spec_values import pool_name
 from consortium.core.errors import AgentError, ConfigError
 from consortium.core.types import Completion
 from consortium.evaluation.entry import EvalConfig, EvalResult, run_evaluation

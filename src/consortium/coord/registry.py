@@ -9,6 +9,7 @@ from pathlib import Path
 
 from consortium.coord.base import Coordinator
 from consortium.coord.spec_forms import POLICY_SPECS
+from consortium.coord.spec_values import pool_name
 from consortium.core.errors import (
     ConfigError,
     ConsortiumError,
@@ -163,15 +164,3 @@ def _answer_models(
                 "model in its place)"
             ) from None
     return names
-
-
-def pool_name(config: PoolConfig, model: str) -> str:
-    """The pool's name for a policy's model: the entry of that name, else the one entry that
-    serves that endpoint model id (a records model `meta/llama-2-70b-chat` is the pool's
-    `llama-2-70b-chat`); else UnknownModelError, one line naming the model."""
-    if model in config.names:
-        return model
-    serving = [entry.name for entry in config.models if entry.model == model]
-    if len(serving) == 1:
-        return serving[0]
-    return config.get(model).name  # raises, naming the model and the pool's

@@ -105,8 +105,8 @@ class Conducted:
 def conduct_question(request: ConductRequest) -> Conducted:
     """One question through a workflow (written by the conductor, or given), run as a DAG."""
     from consortium.coord.conductor.executor import WorkflowExecutor
-    from consortium.coord.conductor.spec import answer_kind
     from consortium.coord.conductor.tools import AnswerTools
+    from consortium.coord.spec_values import answer_kind
     from consortium.pool import Pool
     from consortium.runtime.caller import Caller
     from consortium.runtime.store import TraceStore

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from consortium.coord.registry import pool_name
+from consortium.coord.spec_values import pool_name
 from consortium.coord.strategy import Plan
 from consortium.core.costs import unit
 from consortium.evaluation.recorded.rule_runs import run_rule

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from consortium.coord.conductor.spec import _int, _models, _options, answer_kind
 from consortium.coord.debate.policy import DebateCoordinator
 from consortium.coord.debate.rule import DebateRule
 from consortium.coord.spec_forms import DEBATE_OPTIONS
+from consortium.coord.spec_values import answer_kind, int_option, pool_models, spec_options
 from consortium.core.errors import ConfigError
 from consortium.pool.config import PoolConfig
 
@@ -24,8 +24,8 @@ DEFAULT_ROUNDS = 6
 
 def debate_from_spec(text: str, config: PoolConfig) -> DebateCoordinator:
     _, *rest = text.split(":")
-    options = _options(text, [part for part in rest if part], DEBATE_KEYS)
-    models = _models(config, options.get("models"), config.names)
+    options = spec_options(text, [part for part in rest if part], DEBATE_KEYS)
+    models = pool_models(config, options.get("models"), config.names)
     lead = options.get("lead")
     if lead is not None:
         lead = config.get(lead).name
@@ -39,9 +39,9 @@ def debate_from_spec(text: str, config: PoolConfig) -> DebateCoordinator:
     try:
         rule = DebateRule(
             tuple(models),
-            _int(text, options, "rounds", DEFAULT_ROUNDS),
-            None if stop is None else _int(text, options, "stop", 0),
-            always=_int(text, options, "always", 0) > 0,
+            int_option(text, options, "rounds", DEFAULT_ROUNDS),
+            None if stop is None else int_option(text, options, "stop", 0),
+            always=int_option(text, options, "always", 0) > 0,
             lead=lead,
         )
     except ValueError as error:
