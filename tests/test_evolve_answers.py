@@ -18,7 +18,7 @@ from consortium.coord.registry import build_coordinator
 from consortium.coord.strategy import Plan, Strategy
 from consortium.evaluation.results import TaskResult
 from consortium.evolve.answer_aware import AnswerAware
-from consortium.evolve.answer_samples import answer_kind, live_samples
+from consortium.evolve.answer_samples import live_samples
 from consortium.evolve.answer_space import Member, most_samples, tau_moves
 from consortium.evolve.loop import EvolveConfig
 from consortium.evolve.measure import Evaluator
@@ -28,6 +28,7 @@ from consortium.evolve.state import EvolveState
 from consortium.pool import Pool
 from consortium.pool.config import load_pool
 from consortium.records import load_records
+from consortium.records.task_kind import answer_kind_of
 from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.tasks import ReplayGrader
 from consortium.runtime.caller import Caller
@@ -214,7 +215,7 @@ def test_tau_moves_from_the_current_cascade_and_answer_kinds(
         assert proposal.strategy.plan_for("date").first == str(folder.path)
         assert folder.policy.kind in ("vote", "model-switch", "mot-cascade", "scorer-cascade")
     (task,) = task_set.tasks[:1]
-    assert answer_kind(task, MathGrader()) == "date"  # the records say so, whatever the grader
+    assert answer_kind_of(task, MathGrader()) == "date"  # the records say so, whatever the grader
     plain = Task("q", "What is 2 + 2?", "arithmetic", "test")
-    assert answer_kind(plain, MathGrader()) == "latex"
-    assert answer_kind(plain, ReplayGrader()) is None
+    assert answer_kind_of(plain, MathGrader()) == "latex"
+    assert answer_kind_of(plain, ReplayGrader()) is None

@@ -15,7 +15,7 @@ from consortium.core.costs import unit
 from consortium.evaluation.recorded.rule_runs import run_rule
 from consortium.evaluation.results import TaskResult
 from consortium.evolve.answer_folders import CandidateFolder, candidate_folder
-from consortium.evolve.answer_samples import answer_kind, live_samples
+from consortium.evolve.answer_samples import live_samples
 from consortium.evolve.answer_space import (
     Caps,
     Member,
@@ -31,6 +31,7 @@ from consortium.evolve.answer_space import (
 )
 from consortium.evolve.measure import accuracy, by_cluster
 from consortium.evolve.proposal import Proposal, RoundContext, cost_of
+from consortium.records.task_kind import answer_kind_of
 
 
 class AnswerAware:
@@ -74,7 +75,7 @@ class AnswerAware:
         """The cluster's picks that beat the incumbent on its tuning tasks, with their folders
         (none where a live policy cannot read the cluster's answers)."""
         tasks = [t for t in context.tuning if t.dataset == cluster]
-        kind = answer_kind(tasks[0], context.evaluator.grader)
+        kind = answer_kind_of(tasks[0], context.evaluator.grader)
         if kind is None:
             return []
         config = context.evaluator.caller.pool.config

@@ -14,41 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from consortium.coord.answers.classes import NO_ANSWER
-from consortium.coord.answers.live import LIVE_KINDS
 from consortium.coord.answers.reading import Reading, ReplyReader
 from consortium.core.costs import CostMeasure, cost_of
 from consortium.evaluation.recorded.outcomes import OutcomeTable, Sample, classes_of
 from consortium.evaluation.results import TaskResult
 from consortium.evolve.proposal import RoundContext
 from consortium.records.schema import AnswerKind
-from consortium.records.store import folder_answer_kind
-from consortium.records.tasks import RecordsGrader
-from consortium.tasks.base import Grader, Task
-from consortium.tasks.choice import ChoiceGrader
-from consortium.tasks.code import CodeGrader
-from consortium.tasks.dates import DateGrader
-from consortium.tasks.math import MathGrader
-
-
-def answer_kind(task: Task, grader: Grader) -> AnswerKind | None:
-    """How a task's answers agree: a records task by its records' answer kind; any other by its
-    grader's (math: LaTeX, equivalent by math-verify; choice: letters; date: dates; code: the
-    program's behaviour). None where a live answer-aware policy cannot read the answers (a
-    replay's recorded verdicts)."""
-    found: AnswerKind | None = None
-    if task.meta.get("records"):
-        found = folder_answer_kind(str(task.meta["records"]))
-    elif isinstance(grader, RecordsGrader):
-        found = grader.kind
-    elif isinstance(grader, MathGrader):
-        found = "latex"
-    elif isinstance(grader, ChoiceGrader):
-        found = "choice"
-    elif isinstance(grader, DateGrader):
-        found = "date"
-    elif isinstance(grader, CodeGrader):
-        found = "code"
-    return found if found in LIVE_KINDS else None
+from consortium.tasks.base import Task
 
 
 @dataclass(frozen=True)

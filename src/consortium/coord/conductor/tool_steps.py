@@ -23,26 +23,9 @@ from consortium.coord.answers.rules import NO_ANSWER, Seen, weighted_plurality
 from consortium.coord.answers.scoring import best_candidate
 from consortium.coord.conductor.tools import AnswerTools
 from consortium.core.answers import final_answer
-from consortium.records.errors import RecordsError
-from consortium.records.schema import DATASET_KINDS, AnswerKind
-from consortium.records.store import folder_answer_kind
+from consortium.records.schema import AnswerKind
+from consortium.records.task_kind import answer_kind_of
 from consortium.tasks.base import Task
-
-
-def answer_kind_of(task: Task) -> AnswerKind:
-    """The answer kind of a task: its records folder's (a `records:` task), code for a task
-    with tests, the built-in task set's, a task with lettered options' choice; else text."""
-    folder = task.meta.get("records")
-    if isinstance(folder, str):
-        try:
-            return folder_answer_kind(folder)
-        except (RecordsError, OSError, ValueError):
-            pass
-    if task.meta.get("format") in ("humaneval", "mbpp"):
-        return "code"
-    if task.dataset in DATASET_KINDS:
-        return DATASET_KINDS[task.dataset]
-    return "choice" if task.meta.get("letters") else "text"
 
 
 @dataclass(frozen=True)

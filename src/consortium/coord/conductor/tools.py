@@ -73,7 +73,7 @@ class AnswerTools:
     """What the tool steps of a workflow work with."""
 
     answer_kind: AnswerKind | None = None
-    """How answers are read and compared; None: the task's own (`tool_steps.answer_kind_of`)."""
+    """How answers are read and compared; None: the task's own (`task_kind.answer_kind_of`)."""
     weights: Mapping[str, float] = field(default_factory=dict)
     """The vote's weight per model; empty: every step's answer counts the same. With weights, a
     model missing from them votes with weight 0 (its answer stands only when no other is read)."""

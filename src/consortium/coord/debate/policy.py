@@ -16,6 +16,7 @@ from consortium.coord.debate.transcript import Spoken, turn_messages
 from consortium.core.errors import AgentError
 from consortium.core.types import Completion
 from consortium.records.schema import AnswerKind
+from consortium.records.task_kind import answer_kind_of
 from consortium.runtime.caller import TaskCaller
 from consortium.tasks.base import Task
 
@@ -69,8 +70,6 @@ class DebateCoordinator:
 
     async def debate(self, task: Task, caller: TaskCaller) -> DebateRun:
         """The whole exchange on one task: every turn, what it answered, and what is submitted."""
-        from consortium.coord.conductor.tool_steps import answer_kind_of
-
         kind = self.kind or answer_kind_of(task)
         reader = ReplyReader(kind)
         run = DebateRun()

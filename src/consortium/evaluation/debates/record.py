@@ -10,7 +10,6 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
-from consortium.coord.conductor.tool_steps import answer_kind_of
 from consortium.coord.debate.policy import DebateCoordinator, DebateRun
 from consortium.pool import Pool
 from consortium.pool.config import PoolConfig
@@ -25,6 +24,7 @@ from consortium.records.schema import (
 )
 from consortium.records.split import split_rule
 from consortium.records.store import Records, write_records
+from consortium.records.task_kind import answer_kind_of
 from consortium.runtime.budget import Budget, Limits
 from consortium.runtime.caller import Caller
 from consortium.tasks.base import Task, TaskSet
