@@ -16,6 +16,10 @@ TASK_SETS: dict[str, str] = {
 }
 """`--tasks` kind → "module:function"."""
 
+ROUTERDC_PROTOCOL = "consortium.replay.protocol"
+"""The module of `eval --protocol routerdc` (RouterDC's published table: `require_recorded`,
+`routerdc_rows`, `protocol_markdown`, `protocol_json`); the routerdc protocol reads replay tasks."""
+
 
 def load(target: str) -> Any:
     """The object a "module:attribute" string names, importing its module."""

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from consortium.coord.base import Coordinator
 from consortium.coord.registry import SpecBuilder, build_coordinator, substitutes_per_policy
 from consortium.core.errors import ConfigError
+from consortium.core.plugins import ROUTERDC_PROTOCOL, load
 from consortium.evaluation.results import EvalReport, TaskResult, stored_results, summaries_of
 from consortium.evaluation.runner import evaluate_on
 from consortium.evaluation.tables import to_json, to_markdown
@@ -107,15 +108,13 @@ class EvalResult:
 
     def markdown(self) -> str:
         if self.protocol == "routerdc":
-            from consortium.replay.protocol import protocol_markdown
-
+            protocol_markdown = load(f"{ROUTERDC_PROTOCOL}:protocol_markdown")
             return protocol_markdown(self.routerdc, self.report.datasets, self.report.pool)
         return to_markdown(self.report)
 
     def to_json(self) -> dict[str, Any]:
         if self.protocol == "routerdc":
-            from consortium.replay.protocol import protocol_json
-
+            protocol_json = load(f"{ROUTERDC_PROTOCOL}:protocol_json")
             written: dict[str, Any] = {"protocol": "routerdc", "pool": self.report.pool}
             return written | {
                 "tasks": self.report.tasks,
@@ -137,8 +136,7 @@ def run_evaluation(config: EvalConfig, progress: Progress | None = None) -> Eval
     pool = config.pool if isinstance(config.pool, PoolConfig) else load_pool(config.pool)
     task_set = config.tasks if isinstance(config.tasks, TaskSet) else load_task_set(config.tasks)
     if config.protocol == "routerdc":
-        from consortium.replay.protocol import require_recorded
-
+        require_recorded = load(f"{ROUTERDC_PROTOCOL}:require_recorded")
         require_recorded(task_set.tasks)
     chosen = config.chosen_policies(pool)
     substitutes = substitutes_per_policy(
@@ -242,7 +240,6 @@ def _result(
     )
     rows: list[Any] = []
     if config.protocol == "routerdc":
-        from consortium.replay.protocol import routerdc_rows
-
+        routerdc_rows = load(f"{ROUTERDC_PROTOCOL}:routerdc_rows")
         rows = routerdc_rows(per_policy, task_set.tasks, {m.name: m.model for m in pool.models})
     return EvalResult(report, per_policy, task_set, pool, config.protocol, rows)

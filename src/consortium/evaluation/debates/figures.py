@@ -6,7 +6,6 @@ chosen on train."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -14,7 +13,13 @@ import numpy as np
 from consortium.coord.debate.rule import DebateRule
 from consortium.evaluation.debates.gate_fit import fit_gate
 from consortium.evaluation.debates.play import Debated, debated_questions, play, turn_of
-from consortium.evaluation.debates.policies import Measured, disputed, measure, single
+from consortium.evaluation.debates.policies import (
+    Measured,
+    disputed,
+    measure,
+    single,
+    stronger_on_train,
+)
 from consortium.evaluation.recorded.selection import Interval, paired_bootstrap
 from consortium.records.store import Records
 
@@ -119,14 +124,6 @@ def _oracle(never: Measured, always: Measured) -> Measured:
         np.where(talk, always.cost, never.cost),
         talked=talk,
     )
-
-
-def stronger_on_train(speakers: Sequence[str], questions: Sequence[Debated]) -> str:
-    """The model whose first answers are right most often on the train split (ties: the first
-    listed)."""
-    train = [q for q in questions if q.split == "train"]
-    accuracy = {m: float(single(m, train).correct.mean()) if train else 0.0 for m in speakers}
-    return max(speakers, key=lambda m: accuracy[m])
 
 
 def measure_folder(loaded: Records) -> FolderFigures:

@@ -17,7 +17,12 @@ from consortium.coord.answers.scoring import probabilities
 from consortium.coord.debate.gate import TalkGate, gate_features
 from consortium.coord.debate.rule import DebateRule
 from consortium.evaluation.debates.play import Debated, debated_questions
-from consortium.evaluation.debates.policies import disputed, first_turns, measure
+from consortium.evaluation.debates.policies import (
+    disputed,
+    first_turns,
+    measure,
+    stronger_on_train,
+)
 from consortium.evaluation.recorded.scorer import Logistic
 from consortium.records.errors import RecordsError
 from consortium.records.schema import AnswerKind
@@ -123,7 +128,6 @@ def fit_folder_gate(folder: Path, out: Path) -> tuple[Path, dict[str, float]]:
     """The gate of a recorded debate's folder, fitted on its train split (the stronger model on
     train leads), written to `out`."""
     from consortium.coord.debate.gate import write_gate
-    from consortium.evaluation.debates.figures import stronger_on_train
     from consortium.records.store import load_records
 
     loaded = load_records(folder)

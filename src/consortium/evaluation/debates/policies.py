@@ -54,6 +54,14 @@ def single(model: str, questions: Sequence[Debated]) -> Measured:
     )
 
 
+def stronger_on_train(speakers: Sequence[str], questions: Sequence[Debated]) -> str:
+    """The model whose first answers are right most often on the train split (ties: the first
+    listed)."""
+    train = [q for q in questions if q.split == "train"]
+    accuracy = {m: float(single(m, train).correct.mean()) if train else 0.0 for m in speakers}
+    return max(speakers, key=lambda m: accuracy[m])
+
+
 def _talks(gate: TalkGate, debated: Debated, rule: DebateRule) -> bool:
     """As the live policy asks its gate: only once the first answers differ."""
     if not disputed(debated, rule.speakers):
