@@ -10,8 +10,10 @@ from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
 import pytest
-from scripts.architecture import PACKAGE, ROOT, import_graph, room_graph, room_of
 
+from consortium.architecture.graph import PACKAGE, import_graph, room_graph, room_of
+
+ROOT = Path(__file__).resolve().parent.parent
 ROOT_MODULES = {"__init__", "__main__"}
 MAX_LINES = 400
 
@@ -37,6 +39,23 @@ def test_a_cycle_is_found() -> None:
     # The check itself can fail: a planted two-module loop is reported.
     graph = import_graph()
     graph["consortium.core.errors"].add("consortium.coord.base")
+    assert acyclic(graph) is not None
+
+
+def test_imports_inside_functions_count(tmp_path: Path) -> None:
+    """A lazy import of a package module is an edge (a cycle through one is a cycle); a lazy
+    import of another library is none."""
+    package = tmp_path / "consortium"
+    (package / "a").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "a" / "__init__.py").write_text("")
+    (package / "a" / "x.py").write_text(
+        "def f():\n    from consortium.a import y\n    import numpy\n"
+    )
+    (package / "a" / "y.py").write_text("from . import x\nfrom .x import f\n")
+    graph = import_graph(package)
+    assert graph["consortium.a.x"] == {"consortium.a.y"}
+    assert graph["consortium.a.y"] == {"consortium.a.x"}
     assert acyclic(graph) is not None
 
 

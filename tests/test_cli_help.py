@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.models import CommandInfo
 from typer.testing import CliRunner
 
+from consortium.architecture.graph import import_graph, room_graph, room_of
 from consortium.cli import command
-from consortium.cli.app import app
+from consortium.cli.app import COMMAND_ROOMS, app, command_name
 from consortium.coord.answers.kind_names import DESCRIPTIONS, FITTED_KINDS
 from consortium.coord.spec_forms import (
     CONDUCTOR_OPTIONS,
@@ -153,3 +155,53 @@ def test_help_examples_write_to_a_scratch_path_not_a_committed_file() -> None:
 
     visit(root, [])
     assert checked >= 8
+
+
+def highest_rooms(modules: set[str]) -> set[str]:
+    """The rooms a command's modules import (their own, outside cli) that no other of them
+    imports, directly or not: where the work the command asks for is done."""
+    graph, rooms_graph = import_graph(), room_graph()
+
+    def below(room: str) -> set[str]:
+        found: set[str] = set()
+        todo = [room]
+        while todo:
+            for lower in rooms_graph.get(todo.pop(), set()) - found:
+                found.add(lower)
+                todo.append(lower)
+        return found
+
+    rooms = {room_of(t) for m in modules for t in graph[m]} | {room_of(m) for m in modules}
+    rooms -= {"cli", "core"}
+    return {r for r in rooms if not any(r in below(other) for other in rooms - {r})}
+
+
+def module_of(info: CommandInfo) -> str:
+    assert info.callback is not None
+    return info.callback.__module__
+
+
+def test_help_groups_the_commands_in_the_rooms_of_the_architecture() -> None:
+    command()  # the panels are set as the command is built
+    listed = [*app.registered_commands, *app.registered_groups]
+    modules = {command_name(info): {module_of(info)} for info in app.registered_commands} | {
+        command_name(group): {module_of(c) for c in group.typer_instance.registered_commands}
+        for group in app.registered_groups
+        if group.typer_instance is not None
+    }
+    assert set(COMMAND_ROOMS) == set(modules)
+    assert set(COMMAND_ROOMS.values()) <= set(room_graph())
+    wrong = {
+        name: sorted(highest_rooms(found))
+        for name, found in modules.items()
+        if COMMAND_ROOMS[name] not in highest_rooms(found)
+    }
+    assert wrong == {}, "each command's room must be the highest room its module imports"
+    assert all(info.rich_help_panel == COMMAND_ROOMS[command_name(info)] for info in listed)
+    shown = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"}).output
+    panels = [
+        line.split("─ ", 1)[1].split(" ─")[0]
+        for line in shown.splitlines()
+        if line.startswith("╭─ ")
+    ]
+    assert set(panels) == {"Options", *COMMAND_ROOMS.values()}

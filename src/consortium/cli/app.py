@@ -1,4 +1,5 @@
-"""The command groups and the consoles every command prints to."""
+"""The command groups, the room each command is listed under in `--help`, and the consoles every
+command prints to."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import sys
 
 import typer
 from rich.console import Console
+from typer.models import CommandInfo, TyperInfo
 
 from consortium.smallmodels.commands import local_app
 
@@ -35,6 +37,46 @@ app.add_typer(train_app, name="train")
 app.add_typer(records_app, name="records")
 app.add_typer(debates_app, name="debates")
 app.add_typer(local_app, name="local")
+
+COMMAND_ROOMS: dict[str, str] = {
+    "ask": "coord",
+    "conduct": "coord",
+    "eval": "evaluation",
+    "record": "evaluation",
+    "records": "evaluation",
+    "coordinate": "train",
+    "train": "train",
+    "evolve": "evolve",
+    "serve": "serve",
+    "replay": "replay",
+    "debates": "replay",
+    "demo": "demo",
+    "routing-demo": "demo",
+    "pool": "pool",
+    "local": "smallmodels",
+    "traces": "viewer",
+}
+"""Each command (and command group) under the room of the package that does its work, as
+docs/architecture.md draws the rooms: the highest room its module imports (tests/test_cli_help.py
+checks this against the import graph)."""
+
+
+def group_by_room(typer_app: typer.Typer) -> None:
+    """Set every registered command's and group's help panel to its room (a command missing
+    from the table stays under typer's default panel, and the help test names it)."""
+    for info in [*typer_app.registered_commands, *typer_app.registered_groups]:
+        room = COMMAND_ROOMS.get(command_name(info))
+        if room is not None:
+            info.rich_help_panel = room
+
+
+def command_name(info: CommandInfo | TyperInfo) -> str:
+    """The name a command or a group is called by (typer's, from its function when unnamed)."""
+    if info.name:
+        return info.name
+    assert info.callback is not None
+    return info.callback.__name__.replace("_", "-")
+
 
 # Piped output is not cut to 80 columns, so tables stay whole in files and logs.
 # Not a terminal (a pipe, a log file): 100 columns, the width every table is laid out for.

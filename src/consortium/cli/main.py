@@ -18,7 +18,7 @@ from consortium.cli import train_coordinator, train_trinity, train_router  # noq
 from consortium.cli import train_conductor, train_compare  # noqa: F401
 
 # isort: on
-from consortium.cli.app import app, err_console
+from consortium.cli.app import app, err_console, group_by_room
 from consortium.core.errors import ConsortiumError
 
 
@@ -47,6 +47,7 @@ def _tidy_help(command: Any) -> None:
 
 def command() -> Any:
     """The `consortium` command, as click runs it."""
+    group_by_room(app)
     built = typer.main.get_command(app)
     _tidy_help(built)
     return built
