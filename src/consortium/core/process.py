@@ -80,7 +80,29 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
-class ManagedProcess:
+class StoppedOnExit:
+    """`with` starts it (`start()`) and stops it (`stop()`) on the way out, error or not."""
+
+    def start(self) -> object:
+        raise NotImplementedError
+
+    def stop(self) -> object:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class ManagedProcess(StoppedOnExit):
     """`with ManagedProcess(command, label="x server", ready=answers, log=path) as process:` …
 
     `start()` launches the command and waits until `ready()` is true; if the process exits
@@ -211,14 +233,3 @@ class ManagedProcess:
                 os.killpg(process.pid, sig)
             else:
                 process.send_signal(sig)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.stop()

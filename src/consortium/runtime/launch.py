@@ -7,12 +7,11 @@ import os
 import socket
 import sys
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Self
 
 import httpx
 
-from consortium.core.process import ManagedProcess
+from consortium.core.process import ManagedProcess, StoppedOnExit
 
 
 def free_port() -> int:
@@ -21,7 +20,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-class ChildServer:
+class ChildServer(StoppedOnExit):
     """`with ChildServer("serve", "--pool", "p.toml", …, ready_path="/health") as s: s.root` …
 
     The command is `python -m consortium ARGS --port PORT`; `env` adds to this environment."""
@@ -66,14 +65,3 @@ class ChildServer:
 
     def stop(self) -> None:
         self.process.stop()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -18,11 +18,10 @@ import signal
 import subprocess
 import tempfile
 from pathlib import Path
-from types import TracebackType
 from typing import Self
 
 from consortium.core.errors import ConfigError
-from consortium.core.process import ManagedProcess
+from consortium.core.process import ManagedProcess, StoppedOnExit
 from consortium.runtime.launch import free_port
 
 SUPERUSER = "consortium"
@@ -43,7 +42,7 @@ def _version(path: str) -> int:
     return int(number) if number.isdigit() else 0
 
 
-class PostgresServer:
+class PostgresServer(StoppedOnExit):
     """`with PostgresServer() as server: server.url("db")` …; `create_database(name)` first."""
 
     def __init__(self, *, startup_timeout: float = 60.0) -> None:
@@ -144,14 +143,3 @@ class PostgresServer:
         if self._home is not None:
             shutil.rmtree(self._home, ignore_errors=True)
             self._home = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

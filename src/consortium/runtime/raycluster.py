@@ -22,13 +22,13 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Self
 
 from consortium.core.errors import ConfigError
 from consortium.core.process import (
     GONE_STATES,
     ManagedProcess,
+    StoppedOnExit,
     command_line,
     is_running,
     stat_fields,
@@ -124,7 +124,7 @@ class RayNode:
             self.process.stop()
 
 
-class LocalRayCluster:
+class LocalRayCluster(StoppedOnExit):
     """`with LocalRayCluster(head_cpus=0, worker_cpus=(1, 1)) as cluster: cluster.address` …
 
     `env` is given to every node (the jobs' workers inherit it: e.g. PYTHONPATH)."""
@@ -221,14 +221,3 @@ class LocalRayCluster:
         if self._root is not None:
             shutil.rmtree(self._root, ignore_errors=True)
             self._root = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

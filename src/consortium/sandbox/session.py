@@ -29,11 +29,10 @@ from collections.abc import Mapping
 from contextlib import ExitStack
 from functools import lru_cache
 from pathlib import Path
-from types import TracebackType
-from typing import Protocol, Self
+from typing import Protocol
 
 from consortium.core.errors import ConfigError, ProcessStartError
-from consortium.core.process import ManagedProcess
+from consortium.core.process import ManagedProcess, StoppedOnExit
 from consortium.sandbox import fork_runner
 from consortium.sandbox.runner import Sandbox, SandboxResult, _reap, checked_files
 
@@ -54,21 +53,16 @@ class RunsPython(Protocol):
     ) -> SandboxResult: ...
 
 
-class ClosedOnExit:
-    """`with` closes it."""
+class ClosedOnExit(StoppedOnExit):
+    """`with` closes it (nothing to start: a runner starts with the first program)."""
 
     def close(self) -> None:
         raise NotImplementedError
 
-    def __enter__(self) -> Self:
-        return self
+    def start(self) -> None:
+        pass
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def stop(self) -> None:
         self.close()
 
 

@@ -19,13 +19,17 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 import httpx
 
 from consortium.core.errors import ConfigError, ConsortiumError
-from consortium.core.process import ManagedProcess, command_line, end_process, is_running
+from consortium.core.process import (
+    ManagedProcess,
+    StoppedOnExit,
+    command_line,
+    end_process,
+    is_running,
+)
 from consortium.pool.config import ModelConfig, PoolConfig, dump_pool
 from consortium.runtime.launch import free_port
 from consortium.smallmodels.files import INSTALL_HINT, MODELS, GgufModel, locate
@@ -128,7 +132,7 @@ def pool_text(servers: Sequence[RunningServer], settings: ServerSettings) -> str
     return header + dump_pool(pool_config(servers, settings))
 
 
-class LlamaCppServers:
+class LlamaCppServers(StoppedOnExit):
     """Start, find and stop the servers whose state lives in `state_dir`.
 
     As a context manager it starts them on entry and stops them on exit (tests, scripts)."""
@@ -226,18 +230,6 @@ class LlamaCppServers:
         self.state_file.unlink(missing_ok=True)
         self.servers = []
         return stopped
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def _answers(base_url: str) -> bool:
