@@ -64,7 +64,11 @@ checks this against the import graph)."""
 def group_by_room(typer_app: typer.Typer) -> None:
     """Set every registered command's and group's help panel to its room (a command missing
     from the table stays under typer's default panel, and the help test names it)."""
-    for info in [*typer_app.registered_commands, *typer_app.registered_groups]:
+    listed: list[CommandInfo | TyperInfo] = [
+        *typer_app.registered_commands,
+        *typer_app.registered_groups,
+    ]
+    for info in listed:
         room = COMMAND_ROOMS.get(command_name(info))
         if room is not None:
             info.rich_help_panel = room

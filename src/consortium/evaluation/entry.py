@@ -109,7 +109,8 @@ class EvalResult:
     def markdown(self) -> str:
         if self.protocol == "routerdc":
             protocol_markdown = load(f"{ROUTERDC_PROTOCOL}:protocol_markdown")
-            return protocol_markdown(self.routerdc, self.report.datasets, self.report.pool)
+            text: str = protocol_markdown(self.routerdc, self.report.datasets, self.report.pool)
+            return text
         return to_markdown(self.report)
 
     def to_json(self) -> dict[str, Any]:
