@@ -39,8 +39,8 @@ app.add_typer(debates_app, name="debates")
 app.add_typer(local_app, name="local")
 
 COMMAND_ROOMS: dict[str, str] = {
-    "ask": "coord",
-    "conduct": "coord",
+    "ask": "evaluation",
+    "conduct": "evaluation",
     "eval": "evaluation",
     "record": "evaluation",
     "records": "evaluation",
