@@ -18,6 +18,13 @@ if TYPE_CHECKING:
     from consortium.coord.base import Coordinator
 
 from consortium.cli.app import app, err_console
+from consortium.cli.learn_options import (
+    ExploreBudgetOption,
+    ExploreOption,
+    LearnLamOption,
+    LearnOption,
+    RefitEveryOption,
+)
 from consortium.cli.options import (
     DEFAULT_TRACES,
     PORT,
@@ -85,6 +92,11 @@ def serve(
     seed: Annotated[int, typer.Option(help="Seed of the random router.")] = 0,
     substitute: SubstituteOption = None,
     traces: TracesOption = DEFAULT_TRACES,
+    learn: LearnOption = None,
+    refit_every: RefitEveryOption = 50,
+    explore: ExploreOption = 0.0,
+    explore_budget: ExploreBudgetOption = None,
+    learn_lam: LearnLamOption = 0.0,
 ) -> None:
     import os
 
@@ -96,6 +108,8 @@ def serve(
     from consortium.runtime.caller import Caller
     from consortium.runtime.store import TraceStore
     from consortium.runtime.trace_queue import TraceQueue
+    from consortium.serve.learn.learner import open_learner
+    from consortium.serve.learn.settings import LearnSettings
     from consortium.serve.pool_reload import PoolFileWatch
     from consortium.serve.server import LOOPBACK, EnsembleServer
 
@@ -107,15 +121,21 @@ def serve(
         )
     config = load_pool(pool)
     substitutes = parse_substitutes(substitute or [])
-    coordinator = _served_coordinator(policy, config, seed, substitutes)
+
+    def log(line: str) -> None:
+        err_console.print(line, highlight=False, markup=False)
+
+    def build(spec: str) -> Coordinator:
+        return _served_coordinator(spec, config, seed, substitutes)
+
+    learning = LearnSettings.of(learn, refit_every, explore, explore_budget, learn_lam, seed)
+    learner = learning and open_learner(learning, policy, traces, config.names, build, log)
+    coordinator = learner.coordinator if learner else build(policy)
     store = TraceStore(traces)
     settings = {"policy": policy, "name": name, "substitutes": substitutes}
     run_id = store.start_run("serve", pool=str(pool), config=settings)
     queue = TraceQueue(store)
     caller = Caller(Pool(config), store, run_id, telemetry=Telemetry.from_env(), traces=queue)
-
-    def log(line: str) -> None:
-        err_console.print(line, highlight=False, markup=False)
 
     async def close() -> None:
         await caller.pool.aclose()  # the pool in use: a reload of the pool file may replace it
@@ -134,6 +154,7 @@ def serve(
         pool_file=PoolFileWatch(
             pool, lambda new: _served_coordinator(policy, new, seed, substitutes), log
         ),
+        learner=learner,
     )
     standing_in = ", ".join(f"{new} in place of {old}" for old, new in substitutes.items())
     err_console.print(

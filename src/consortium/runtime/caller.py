@@ -89,6 +89,9 @@ class CallSummary:
     text: str = ""
     finish_reason: str | None = None
     """The endpoint's: "length" where it cut the text at `max_tokens`."""
+    latency: float = 0.0
+    sample: int | None = None
+    """The `seed` the call was sent with: an answer-aware policy's sample index."""
 
 
 class TaskCaller:
@@ -214,9 +217,8 @@ class TaskCaller:
                 except AgentError as error:
                     self.budget.settle(reservation, 0, 0.0, made=True)
                     record.error = reason(error)
-                    self.made.append(
-                        CallSummary(model, role, 0, 0, 0.0, failed=True, error_kind=error.kind)
-                    )
+                    failed = CallSummary(model, role, 0, 0, 0.0, failed=True, error_kind=error.kind)
+                    self.made.append(replace(failed, sample=params.get("seed")))
                     await self.run.trace(record)
                     raise
                 if self.run.cache and key:
@@ -251,6 +253,8 @@ class TaskCaller:
                 cost,
                 text=completion.text,
                 finish_reason=completion.finish_reason,
+                latency=completion.latency,
+                sample=params.get("seed"),
             )
         )
         await self.run.trace(record)
