@@ -236,9 +236,11 @@ def test_five_swaps_under_16_clients_drop_nothing_and_each_answer_names_its_vers
     async def run() -> list[tuple[str, str]]:
         transport = httpx.ASGITransport(app=server.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://serve") as http:
-            said = await asyncio.gather(*(client(http, 12 * i) for i in range(16)), swaps())
+            swapping = asyncio.create_task(swaps())
+            said = await asyncio.gather(*(client(http, 12 * i) for i in range(16)))
+            await swapping
         await learner.aclose()
-        return [pair for per_client in said[:16] for pair in per_client]
+        return [pair for per_client in said for pair in per_client]
 
     said = asyncio.run(run())
     assert len(said) == 16 * 12

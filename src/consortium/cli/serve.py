@@ -129,7 +129,7 @@ def serve(
         return _served_coordinator(spec, config, seed, substitutes)
 
     learning = LearnSettings.of(learn, refit_every, explore, explore_budget, learn_lam, seed)
-    learner = learning and open_learner(learning, policy, traces, config.names, build, log)
+    learner = open_learner(learning, policy, traces, config.names, build, log) if learning else None
     coordinator = learner.coordinator if learner else build(policy)
     store = TraceStore(traces)
     settings = {"policy": policy, "name": name, "substitutes": substitutes}

@@ -42,7 +42,7 @@ def _rows(
             sample=int(call["sample"]),
             response=call["response"],
             answer=answer_of(kind, call["response"]),
-            correct=None if call["error"] else verdict,
+            correct=verdict,
             source_correct=None,
             tokens_in=int(call["tokens_in"]),
             tokens_out=int(call["tokens_out"]),
@@ -62,15 +62,16 @@ def export_labelled(
     policy: AnswerPolicy,
     models: Sequence[str],
 ) -> Records | None:
-    """The labelled requests that sampled every one of `models`, as a records folder; None when
-    there is none."""
+    """The labelled requests that asked every one of `models` (a failed call included: it is no
+    sample), as a records folder; None when there is none."""
     rows: list[OutputRow] = []
     questions = 0
     for request, label, calls in labelled:
         unique = _first_of_each(calls)
         if not set(models) <= {call["model"] for call in unique}:
             continue
-        kept = [call for call in unique if call["model"] in models]
+        # a failed call asked the model and got nothing: no sample, as in a records folder
+        kept = [call for call in unique if call["model"] in models and not call["error"]]
         rows.extend(_rows(policy, request, label, kept))
         questions += 1
     if not questions:

@@ -223,14 +223,10 @@ class Learner:
             "kind": self.incumbent.kind,
             "adopted": [f"v{n}" for n in versions.adopted(self.settings.folder)],
             "labelled": self.labelled,
+            "refitting": self._refit is not None and not self._refit.done(),
             "refits": self.refits,
             "explore_spent_usd": self.exploration.spent,
         }
-
-    async def idle(self) -> None:
-        """Wait for the refit and the shadow calls in flight (tests, the report's driver)."""
-        if self._refit is not None:
-            await self._refit
 
     async def aclose(self) -> None:
         if self._refit is not None and not self._refit.done():

@@ -24,12 +24,16 @@ def _figures(run: PolicyRun, questions: list[int]) -> Figures:
 
 
 def single_policy(records_folder: Path, which: str) -> AnswerPolicy:
-    """The single-model folder of `which`: "cheapest" or "most-accurate" on the train split, or a
-    model's name."""
+    """The single-model folder of `which`: "cheapest" (of the models that answer every train
+    question: one recorded on a part of them would fail the rest) or "most-accurate" on the
+    train split, or a model's name."""
     records = load_records(records_folder)
     table = outcome_table(records)
-    if which == "cheapest":
-        model = table.models[int(train_cost(table).argmin())]
+    if which == "cheapest":  # among the models with a sample of every question, if any has
+        train = table.indices("train")
+        whole = [m for m in range(table.n_models) if all(table.samples[q][m] for q in train)]
+        costs = train_cost(table)
+        model = table.models[min(whole or range(table.n_models), key=lambda m: costs[m])]
     elif which == "most-accurate":
         model = table.models[int(train_accuracy(table).argmax())]
     else:
