@@ -152,7 +152,11 @@ def serve(
         on_close=close,
         log=log,
         pool_file=PoolFileWatch(
-            pool, lambda new: _served_coordinator(policy, new, seed, substitutes), log
+            pool,
+            lambda new: _served_coordinator(
+                learner.serving if learner else policy, new, seed, substitutes
+            ),
+            log,
         ),
         learner=learner,
     )

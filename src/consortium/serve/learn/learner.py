@@ -113,6 +113,8 @@ class Learner:
         settings.folder.mkdir(parents=True, exist_ok=True)
         (settings.folder / ANSWER_KIND).write_text(self.incumbent.answer_kind + "\n")
         self.coordinator = build(policy)
+        self.serving = policy
+        """The folder of the version serving: what a reload of the pool file builds again."""
         self.store = TrafficStore(store_url)
         self.writer = TrafficWriter(self.store, log)
         self.labelled = self.store.labelled_count()
@@ -185,10 +187,9 @@ class Learner:
         if adopted is None:
             return
         policy, name = adopted
-        coordinator = await asyncio.to_thread(
-            self.build, str(versions.policies_dir(self.settings.folder) / name)
-        )
-        self.incumbent, self.version = policy, name
+        folder = str(versions.policies_dir(self.settings.folder) / name)
+        coordinator = await asyncio.to_thread(self.build, folder)
+        self.incumbent, self.version, self.serving = policy, name, folder
         self.on_adopt(coordinator, name)
         self.log(f"learn: {name} ({policy.name}) serves from now on")
 
