@@ -32,7 +32,7 @@ from consortium.serve.learn.settings import LearnSettings
 from consortium.serve.learn.singles import single_policy
 from consortium.serve.server import EnsembleServer
 from tests.helpers import SharedRecords
-from tests.test_cli import cli
+from tests.test_cli import cli, one_line_error
 from tests.test_serve import serve_process
 
 QUESTIONS = 240
@@ -272,3 +272,10 @@ def test_exploration_is_seeded_and_stops_at_its_caps() -> None:
     assert capped.chosen()
     capped.charge(0.5)
     assert not any(capped.chosen() for _ in range(10))
+
+
+def test_learning_needs_an_answer_aware_folder_to_start_from(replay: Path, tmp_path: Path) -> None:
+    traces = f"sqlite:///{tmp_path}/t.db"
+    refused = cli("serve", "--pool", str(replay), "--policy", "single:gpt-4",
+                  "--learn", str(tmp_path / "learn"), "--traces", traces)  # fmt: skip
+    one_line_error(refused, "--learn refits answer-aware policy folders; --policy single:gpt-4")
