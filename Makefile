@@ -8,7 +8,7 @@ BENCHMARKS ?= ../shared/data/benchmarks
 REAL_OUTPUTS ?= ../shared/data
 DEMO_ARGS ?=
 
-.PHONY: install demo teams routing-demo test test-all pytest-fast pytest-all test-cluster lint records coordination debates bench bench-litellm train compare evolve reliability real real-conductor conductor-adaptive conductor-reachable real-pool real-pool-stop clean
+.PHONY: install demo teams routing-demo serve-learns test test-all pytest-fast pytest-all test-cluster lint records coordination debates bench bench-litellm train compare evolve reliability real real-conductor conductor-adaptive conductor-reachable real-pool real-pool-stop clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ teams: install $(foreach set,$(DEMO_RECORDS),records/$(set)/manifest.json)
 	  $(BIN)/consortium train coordinator --kind vote --records records/$$set --out policies/$$set-vote; \
 	  $(BIN)/consortium train coordinator --kind auto --records records/$$set --out policies/$$set-team; \
 	done
+
+# serve --learn over the HTTP replay of the demo's records sets: the train split as traffic, the
+# adopted folder measured on the test split beside policies/<set>-team (docs/serve.md).
+serve-learns: install $(foreach set,$(DEMO_RECORDS),records/$(set)/manifest.json)
+	$(BIN)/python scripts/serve_learns.py --records records --policies policies --sets $(DEMO_RECORDS) --explore 1 --out reports/serve-learns.md
 
 # The question-only router on the scores-only replay of RouterDC's data (docs/trinity.md).
 routing-demo: install

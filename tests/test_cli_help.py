@@ -67,7 +67,7 @@ def test_serve_help_lists_every_header_the_server_sets() -> None:
 
     account: dict[str, Any] = {"calls": 2, "models": ["a"], "roles": ["worker"], "cost": 0.5}
     account |= {"task_id": "t", "run_id": "r", "answered_by": ["a"], "stop": ["voted"]}
-    account |= {"failed": ["b"]}
+    account |= {"failed": ["b"], "policy_version": "v1", "explored": True}
     assert tuple(_headers(account)) == ANSWER_HEADERS  # the server sets these, in this order
     shown = help_of("serve")
     assert all(name in shown for name in ANSWER_HEADERS), shown

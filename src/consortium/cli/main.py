@@ -13,7 +13,7 @@ import typer
 # isort: off
 from consortium.cli import ask, evaluate, evolve, serve, demo  # noqa: F401
 from consortium.cli import replay, pool, traces, records, records_files, record  # noqa: F401
-from consortium.cli import coordinate, debates  # noqa: F401
+from consortium.cli import coordinate, debates, learn_options  # noqa: F401
 from consortium.cli import train_coordinator, train_trinity, train_router  # noqa: F401
 from consortium.cli import train_conductor, train_compare  # noqa: F401
 

@@ -7,6 +7,13 @@ from typing import Annotated
 import typer
 
 from consortium.cli.app import app, err_console
+from consortium.cli.learn_options import (
+    ExploreBudgetOption,
+    ExploreOption,
+    LearnLamOption,
+    LearnOption,
+    RefitEveryOption,
+)
 from consortium.cli.options import (
     DEFAULT_TRACES,
     PORT,
@@ -76,8 +83,14 @@ def serve(
     seed: Annotated[int, typer.Option(help="Seed of the random router.")] = 0,
     substitute: SubstituteOption = None,
     traces: TracesOption = DEFAULT_TRACES,
+    learn: LearnOption = None,
+    refit_every: RefitEveryOption = 50,
+    explore: ExploreOption = 0.0,
+    explore_budget: ExploreBudgetOption = None,
+    learn_lam: LearnLamOption = 0.0,
 ) -> None:
     from consortium.runtime.budget import Limits
+    from consortium.serve.learn.settings import LearnSettings
     from consortium.serve.run import ServeConfig, serve_ensemble
 
     config = ServeConfig(
@@ -92,6 +105,7 @@ def serve(
         seed=seed,
         substitute=tuple(substitute or ()),
         traces=traces,
+        learn=LearnSettings.of(learn, refit_every, explore, explore_budget, learn_lam, seed),
     )
     serve_ensemble(config, log=_log, announce=err_console.print)
 

@@ -89,6 +89,9 @@ class CallSummary:
     text: str = ""
     finish_reason: str | None = None
     """The endpoint's: "length" where it cut the text at `max_tokens`."""
+    latency: float = 0.0
+    sample: int | None = None
+    """The `seed` the call was sent with: an answer-aware policy's sample index."""
 
 
 class TaskCaller:
@@ -213,7 +216,7 @@ class TaskCaller:
                     completion = await agent.chat(messages, **params)
                 except AgentError as error:
                     self.budget.settle(reservation, 0, 0.0, made=True)
-                    await self._record_failure(record, role, error)
+                    await self._record_failure(record, role, error, params.get("seed"))
                     raise
                 if self.run.cache and key:
                     self.run.cache.put(key, completion)
@@ -231,7 +234,7 @@ class TaskCaller:
             cost,
             made=not completion.cached,
         )
-        await self._record_answer(record, role, completion, cost, verdict_of)
+        await self._record_answer(record, role, completion, cost, verdict_of, params.get("seed"))
         return completion
 
     async def _record_answer(
@@ -241,6 +244,7 @@ class TaskCaller:
         completion: Completion,
         cost: float,
         verdict_of: Callable[[str], str | None] | None,
+        sample: int | None,
     ) -> None:
         """The answered call into its trace record and this task's calls made, then stored."""
         usage = completion.usage
@@ -260,14 +264,20 @@ class TaskCaller:
                 cost,
                 text=completion.text,
                 finish_reason=completion.finish_reason,
+                latency=completion.latency,
+                sample=sample,
             )
         )
         await self.run.trace(record)
 
-    async def _record_failure(self, record: CallRecord, role: str, error: AgentError) -> None:
+    async def _record_failure(
+        self, record: CallRecord, role: str, error: AgentError, sample: int | None
+    ) -> None:
         """The failed call into its trace record and this task's calls made, then stored."""
         record.error = reason(error)
         self.made.append(
-            CallSummary(record.model, role, 0, 0, 0.0, failed=True, error_kind=error.kind)
+            CallSummary(
+                record.model, role, 0, 0, 0.0, failed=True, error_kind=error.kind, sample=sample
+            )
         )
         await self.run.trace(record)

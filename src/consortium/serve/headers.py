@@ -12,9 +12,12 @@ RUN = "x-consortium-run"
 ANSWERED_BY = "x-consortium-answered-by"
 STOP = "x-consortium-stop"
 FAILED = "x-consortium-failed"
+POLICY_VERSION = "x-consortium-policy-version"
+EXPLORED = "x-consortium-explored"
 
 ANSWER_HEADERS: tuple[str, ...] = (
-    CALLS, MODELS, ROLES, COST, TASK, RUN, ANSWERED_BY, STOP, FAILED
+    CALLS, MODELS, ROLES, COST, TASK, RUN, ANSWERED_BY, STOP, FAILED, POLICY_VERSION, EXPLORED
 )  # fmt: skip
-"""Every header the server sets on an answer, in the order it sets them (the last three only
-where they apply); a header not named here is not sent."""
+"""Every header the server sets on an answer, in the order it sets them (the last five only
+where they apply: the policy version and exploration under `serve --learn`); a header not named
+here is not sent."""

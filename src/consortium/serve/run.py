@@ -7,10 +7,15 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from consortium.core.errors import ConsortiumError
 from consortium.runtime.budget import Limits
 from consortium.runtime.store import DEFAULT_TRACES, TraceStore
+from consortium.serve.learn.settings import LearnSettings
+
+if TYPE_CHECKING:
+    from consortium.coord.base import Coordinator
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,8 @@ class ServeConfig:
     substitute: tuple[str, ...] = ()
     """`--substitute OLD=NEW` options, as given."""
     traces: str = DEFAULT_TRACES
+    learn: LearnSettings | None = None
+    """`--learn DIR` and its options: traffic kept as records, feedback, guarded refits."""
 
 
 def serve_ensemble(
@@ -48,6 +55,7 @@ def serve_ensemble(
     from consortium.runtime.caller import Caller
     from consortium.runtime.telemetry import Telemetry
     from consortium.runtime.trace_queue import TraceQueue
+    from consortium.serve.learn.learner import open_learner
     from consortium.serve.pool_reload import PoolFileWatch
     from consortium.serve.server import LOOPBACK, EnsembleServer
 
@@ -59,7 +67,16 @@ def serve_ensemble(
         )
     pool_config = load_pool(config.pool)
     substitutes = parse_substitutes(config.substitute)
-    coordinator = build_coordinator(config.policy, pool_config, config.seed, substitutes)
+
+    def build(spec: str) -> Coordinator:
+        return build_coordinator(spec, pool_config, config.seed, substitutes)
+
+    learner = (
+        open_learner(config.learn, config.policy, config.traces, pool_config.names, build, log)
+        if config.learn
+        else None
+    )
+    coordinator = learner.coordinator if learner else build(config.policy)
     store = TraceStore(config.traces)
     settings = {"policy": config.policy, "name": config.name, "substitutes": substitutes}
     run_id = store.start_run("serve", pool=str(config.pool), config=settings)
@@ -82,9 +99,12 @@ def serve_ensemble(
         log=log,
         pool_file=PoolFileWatch(
             config.pool,
-            lambda new: build_coordinator(config.policy, new, config.seed, substitutes),
+            lambda new: build_coordinator(
+                learner.serving if learner else config.policy, new, config.seed, substitutes
+            ),
             log,
         ),
+        learner=learner,
     )
     standing_in = ", ".join(f"{new} in place of {old}" for old, new in substitutes.items())
     announce(

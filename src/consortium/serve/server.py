@@ -9,7 +9,10 @@ them), and the same under the body's `consortium` field; each failed call is one
 server's log (model and kind of error, never the endpoint's message). Each request has its own
 budget and deadline; calls are traced as they complete. With a bearer token configured every
 request must carry it. With a `PoolFileWatch`, a pool file rewritten while the server runs is
-read again before the next request.
+read again before the next request. With a `Learner` (`serve --learn`), each answer names the
+policy version that gave it, is queued as traffic (`/v1/feedback` labels it, `/v1/policy` names
+the version serving), an explored request's shadow calls run after its answer is sent, and an
+adopted version is swapped in between requests.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
@@ -41,6 +45,9 @@ from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller, TaskCaller
 from consortium.serve import headers as names
 from consortium.serve.fastjson import FastJSONResponse, loads
+from consortium.serve.learn.labels import label_of
+from consortium.serve.learn.learner import Learner
+from consortium.serve.learn.store import FeedbackError
 from consortium.serve.params import RequestFieldError, request_options
 from consortium.serve.pool_reload import PoolFileWatch
 from consortium.tasks.base import Task
@@ -81,8 +88,11 @@ class EnsembleServer:
         on_close: Callable[[], Awaitable[None]] | None = None,
         log: Callable[[str], None] | None = None,
         pool_file: PoolFileWatch | None = None,
+        learner: Learner | None = None,
     ) -> None:
         self.coordinator = coordinator
+        self.version = learner.version if learner is not None else None
+        """The policy version serving (`serve --learn`); swapped with the coordinator."""
         self.caller = caller
         self.model_id = model_id
         self.token = token
@@ -92,19 +102,30 @@ class EnsembleServer:
         self.on_close = on_close
         self.log = log or _to_stderr
         self.pool_file = pool_file
+        self.learner = learner
+        if learner is not None:
+            learner.on_adopt = self._swap
         self._reloading = asyncio.Lock()
         self.app = Starlette(
             lifespan=self._lifespan,
             routes=[
                 Route("/v1/models", self.list_models, methods=["GET"]),
                 Route("/v1/chat/completions", self.chat, methods=["POST"]),
+                Route("/v1/feedback", self.feedback, methods=["POST"]),
+                Route("/v1/policy", self.policy, methods=["GET"]),
                 Route("/health", self.health, methods=["GET"]),
             ],
         )
 
+    def _swap(self, coordinator: Coordinator, version: str) -> None:
+        """Both at once, on the event loop: a request reads them together as it begins."""
+        self.coordinator, self.version = coordinator, version
+
     @asynccontextmanager
     async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
         yield
+        if self.learner is not None:
+            await self.learner.aclose()
         if self.on_close is not None:
             await self.on_close()
         if self.pool_file is not None:
@@ -130,6 +151,35 @@ class EnsembleServer:
             return refused
         model = {"id": self.model_id, "object": "model", "created": 0, "owned_by": "consortium"}
         return FastJSONResponse({"object": "list", "data": [model]})
+
+    async def feedback(self, request: Request) -> Response:
+        """{id, correct} or {id, reference} for a response of this server; 4xx with one line
+        when it changes nothing."""
+        refused = self._refused(request) or self._not_learning()
+        if refused is not None:
+            return refused
+        assert self.learner is not None
+        try:
+            label = label_of(loads(await request.body()))
+            await self.learner.feedback(label)
+        except FeedbackError as error:
+            return error_response(error.status, str(error), error.code)
+        except (ValueError, UnicodeDecodeError):
+            return error_response(400, "request body is not valid JSON", "invalid_json")
+        return FastJSONResponse({"id": label.response_id, "labelled": self.learner.labelled})
+
+    async def policy(self, request: Request) -> Response:
+        refused = self._refused(request) or self._not_learning()
+        if refused is not None:
+            return refused
+        assert self.learner is not None
+        return FastJSONResponse(self.learner.describe())
+
+    def _not_learning(self) -> Response | None:
+        if self.learner is not None:
+            return None
+        return error_response(404, "this server does not learn (start it with --learn DIR)",
+                              "not_learning")  # fmt: skip
 
     async def chat(self, request: Request) -> Response:
         refused = self._refused(request)
@@ -172,7 +222,8 @@ class EnsembleServer:
         ]
         if options.stream:
             return self._stream(task, callers[0])
-        coordinator = self.coordinator  # the one this request began with, whatever reloads
+        coordinator, version = self.coordinator, self.version  # whatever reloads meanwhile
+        explored = self.learner is not None and self.learner.exploration.chosen()
         try:
             outcomes = await asyncio.wait_for(
                 asyncio.gather(*(coordinator.run(task, caller) for caller in callers)),
@@ -187,14 +238,27 @@ class EnsembleServer:
         finally:
             self._log_failed_calls(callers)
         usage = _usage(callers)
-        account = self._account(callers) | _decided(outcomes)
+        account = self._account(callers) | _decided(outcomes) | _learning(version, explored)
         headers = _headers(account)
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         answers = [outcome.answer for outcome in outcomes]
         finishes = [_finish_reason(a, c) for a, c in zip(answers, callers, strict=True)]
         payload = completion_body(completion_id, self.model_id, answers, finishes, usage)
         payload["consortium"] = account
-        return FastJSONResponse(payload, headers=headers)
+        shadow = None
+        if self.learner is not None:
+            made = [call for caller in callers for call in caller.made]
+            answered = outcomes[0].model
+            self.learner.served(
+                completion_id, question, answers[0], answered, version or "", explored, made
+            )
+            if explored:
+                asked = {call.model for call in made}
+                explorer = self.caller.for_task(f"{request_id}-explore", "explore", self.limits)
+                shadow = BackgroundTask(
+                    self.learner.explore, completion_id, question, asked, explorer
+                )
+        return FastJSONResponse(payload, headers=headers, background=shadow)
 
     def _stream(self, task: Task, caller: TaskCaller) -> StreamingResponse:
         """Server-sent events while the policy runs: the tokens of its final call as the model
@@ -325,6 +389,16 @@ def _decided(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     return decided
 
 
+def _learning(version: str | None, explored: bool) -> dict[str, Any]:
+    """The policy version that answered and whether the request was explored (`--learn`)."""
+    said: dict[str, Any] = {}
+    if version is not None:
+        said["policy_version"] = version
+    if explored:
+        said["explored"] = True
+    return said
+
+
 def _headers(account: dict[str, Any]) -> dict[str, str]:
     """The accounting of one answer as response headers."""
     headers = {
@@ -341,6 +415,10 @@ def _headers(account: dict[str, Any]) -> dict[str, str]:
         headers[names.STOP] = "; ".join(account["stop"])
     if "failed" in account:
         headers[names.FAILED] = ",".join(account["failed"])
+    if "policy_version" in account:
+        headers[names.POLICY_VERSION] = account["policy_version"]
+    if account.get("explored"):
+        headers[names.EXPLORED] = "1"
     return _named(headers)
 
 

@@ -1,0 +1,92 @@
+"""The options of `serve --learn` (one line each in `serve`'s signature) and `consortium feedback
+import`, and the command that lists feedback (`consortium traces feedback`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from consortium.cli.app import app, console, err_console, traces_app
+from consortium.cli.options import DEFAULT_TRACES, TracesOption, in_range
+from consortium.core.errors import ConsortiumError
+
+LearnOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--learn",
+        help="Learn while serving, into this folder: every request is recorded, "
+        "POST /v1/feedback labels it, a guarded refit adopts DIR/policies/vN and swaps it in "
+        "(GET /v1/policy names the version serving; a restart serves the last one adopted).",
+    ),
+]
+RefitEveryOption = Annotated[
+    int,
+    typer.Option(help="With --learn: labelled requests between two refits.",
+                 callback=in_range("--refit-every", 1)),
+]  # fmt: skip
+ExploreOption = Annotated[
+    float,
+    typer.Option(help="With --learn: share of requests (seeded by --seed) whose answer is "
+                 "followed by shadow calls to the pool models the policy did not ask.",
+                 callback=in_range("--explore", 0, 1)),
+]  # fmt: skip
+ExploreBudgetOption = Annotated[
+    tuple[float, float] | None,
+    typer.Option(help="With --explore: caps on the shadow calls' USD, per hour then in total.",
+                 show_default=False),
+]  # fmt: skip
+LearnLamOption = Annotated[
+    float,
+    typer.Option(help="With --learn: the refit's cost weight λ (as train coordinator --lam).",
+                 callback=in_range("--learn-lam", 0)),
+]  # fmt: skip
+
+LearnDirOption = Annotated[
+    Path, typer.Option("--learn", help="The folder of `serve --learn`.", exists=True)
+]
+feedback_app = typer.Typer(help="Labels for a learning server's answers.", no_args_is_help=True)
+app.add_typer(feedback_app, name="feedback")
+
+
+@feedback_app.command("import")
+def feedback_import(
+    file: Annotated[Path, typer.Argument(help='JSONL: {"id": …, "reference": …} a line.')],
+    learn: LearnDirOption,
+    traces: TracesOption = DEFAULT_TRACES,
+) -> None:
+    """Labels that arrive in bulk, each checked as POST /v1/feedback checks one (a line that
+    cannot be taken is one line here and changes nothing)."""
+    from consortium.serve.learn.bulk import import_labels
+
+    result = import_labels(learn, traces, file)
+    for line in result.refused:
+        err_console.print(line, highlight=False, markup=False)
+    console.print(f"{result.taken} labels taken, {len(result.refused)} refused")
+    if result.refused:
+        raise typer.Exit(1)
+
+
+@traces_app.command("feedback")
+def traces_feedback(learn: LearnDirOption, traces: TracesOption = DEFAULT_TRACES) -> None:
+    """The feedback a learning server took, newest first: the response, its label, the version
+    that answered it and who answered."""
+    from rich.table import Table
+
+    from consortium.serve.learn.store import TrafficStore, store_url
+
+    store = TrafficStore(store_url(learn, traces))
+    rows = store.feedback_rows()
+    store.close()
+    if not rows:
+        raise ConsortiumError(f"{learn}: no feedback yet")
+    table = Table()
+    for column in ("response", "label", "version", "answered by", "explored"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        label = "right" if row["correct"] else "wrong" if row["correct"] is not None else ""
+        label = label or f"reference {row['reference']}"
+        cells = [row["response_id"], label, row["version"], row["answered_by"] or ""]
+        table.add_row(*cells, "yes" if row["explored"] else "")
+    console.print(table)

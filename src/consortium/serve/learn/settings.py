@@ -1,0 +1,51 @@
+"""What `serve --learn` is told: the folder it learns into, how often it refits, how much it
+explores, and the guard its candidates must pass."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from consortium.core.errors import ConfigError
+from consortium.evolve.guards import GuardConfig
+
+
+@dataclass(frozen=True)
+class LearnSettings:
+    folder: Path
+    refit_every: int = 50
+    """Labelled requests between two refits."""
+    explore: float = 0.0
+    """Share of requests explored with shadow calls (seeded by `seed`)."""
+    explore_per_hour: float | None = None
+    """Cap on the shadow calls' USD in a rolling hour; None: no cap."""
+    explore_total: float | None = None
+    """Cap on the shadow calls' USD in all (this process); None: no cap."""
+    lam: float = 0.0
+    """Cost weight of the refit's fit (`train coordinator --lam`)."""
+    seed: int = 0
+    guard: GuardConfig = field(default_factory=GuardConfig)
+
+    def __post_init__(self) -> None:
+        if self.refit_every < 1:
+            raise ConfigError(f"--refit-every must be >= 1, got {self.refit_every}")
+        if not 0 <= self.explore <= 1:
+            raise ConfigError(f"--explore must be from 0 to 1, got {self.explore}")
+        if self.lam < 0:
+            raise ConfigError(f"--learn-lam must be >= 0, got {self.lam}")
+
+    @classmethod
+    def of(
+        cls,
+        folder: Path | None,
+        refit_every: int,
+        explore: float,
+        explore_budget: tuple[float, float] | None,
+        lam: float,
+        seed: int,
+    ) -> LearnSettings | None:
+        """The settings of `serve`'s options; None without --learn."""
+        if folder is None:
+            return None
+        per_hour, total = explore_budget if explore_budget is not None else (None, None)
+        return cls(folder, refit_every, explore, per_hour, total, lam, seed)

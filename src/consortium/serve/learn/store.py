@@ -1,0 +1,156 @@
+"""The learning server's rows in the trace store's database: requests and their calls written in
+batches, feedback checked and written in one transaction, and the labelled traffic read back."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, insert, select
+
+from consortium.runtime.store import TraceStore
+from consortium.serve.learn.tables import feedback, metadata, outputs, served
+
+
+class FeedbackError(ValueError):
+    """Feedback that changes nothing: an unreadable body or reference (400), an id never served
+    here (404), a second label for one id (409)."""
+
+    def __init__(self, message: str, status: int = 400, code: str = "invalid_feedback") -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+def unknown_id(response_id: str) -> FeedbackError:
+    return FeedbackError(f"unknown response id {response_id!r}", 404, "unknown_response")
+
+
+@dataclass(frozen=True)
+class ServedRequest:
+    """One request as the writer stores it: its row of `learn_requests` and its calls."""
+
+    request: dict[str, Any]
+    calls: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Label:
+    response_id: str
+    correct: bool | None
+    reference: str | None
+
+
+def store_url(folder: Path, traces: str) -> str:
+    """Where DIR's traffic is kept: the trace store itself when it is a server (PostgreSQL, so
+    replicas share it), else an SQLite file in DIR (a restart with the same DIR finds it)."""
+    if traces.startswith("sqlite"):
+        return f"sqlite:///{folder.resolve() / 'traffic.db'}"
+    return traces
+
+
+class TrafficStore:
+    def __init__(self, url: str) -> None:
+        self.traces = TraceStore(url)
+        self.engine = self.traces.engine
+        metadata.create_all(self.engine)
+
+    def write_requests(self, batch: Sequence[ServedRequest]) -> None:
+        if not batch:
+            return
+        calls = [call for item in batch for call in item.calls]
+        with self.engine.begin() as db:
+            db.execute(insert(served), [item.request for item in batch])
+            if calls:
+                db.execute(insert(outputs), calls)
+
+    def add_shadow_calls(self, calls: Sequence[dict[str, Any]]) -> None:
+        if calls:
+            with self.engine.begin() as db:
+                db.execute(insert(outputs), list(calls))
+
+    def add_label(self, label: Label) -> None:
+        """Store `label`; FeedbackError (nothing written) for an id never served here or one
+        already labelled."""
+        with self.engine.begin() as db:
+            known = db.execute(
+                select(served.c.response_id).where(served.c.response_id == label.response_id)
+            ).first()
+            if known is None:
+                raise unknown_id(label.response_id)
+            given = db.execute(
+                select(feedback.c.response_id).where(feedback.c.response_id == label.response_id)
+            ).first()
+            if given is not None:
+                raise FeedbackError(
+                    f"response {label.response_id!r} already has feedback; it is kept as given",
+                    409,
+                    "already_labelled",
+                )
+            db.execute(
+                insert(feedback),
+                {
+                    "response_id": label.response_id,
+                    "correct": label.correct,
+                    "reference": label.reference,
+                    "created_at": time.time(),
+                },
+            )
+
+    def request(self, response_id: str) -> dict[str, Any] | None:
+        with self.engine.connect() as db:
+            row = db.execute(select(served).where(served.c.response_id == response_id)).first()
+        return dict(row._mapping) if row else None
+
+    def labelled_count(self) -> int:
+        with self.engine.connect() as db:
+            return int(db.execute(select(func.count()).select_from(feedback)).scalar_one())
+
+    def labelled(self) -> list[tuple[dict[str, Any], Label, list[dict[str, Any]]]]:
+        """Every labelled request with its label and its calls, in the order they were served."""
+        query = (
+            select(served, feedback.c.correct, feedback.c.reference)
+            .join(feedback, feedback.c.response_id == served.c.response_id)
+            .order_by(served.c.created_at)
+        )
+        with self.engine.connect() as db:
+            requests = [dict(row._mapping) for row in db.execute(query)]
+            ids = [r["response_id"] for r in requests]
+            calls: dict[str, list[dict[str, Any]]] = {i: [] for i in ids}
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                found = db.execute(
+                    select(outputs).where(outputs.c.response_id.in_(chunk)).order_by(outputs.c.id)
+                )
+                for row in found:
+                    calls[row.response_id].append(dict(row._mapping))
+        return [
+            (
+                r,
+                Label(r["response_id"], r.pop("correct"), r.pop("reference")),
+                calls[r["response_id"]],
+            )
+            for r in requests
+        ]
+
+    def feedback_rows(self) -> list[dict[str, Any]]:
+        """Every feedback with the request it labels, newest first (`consortium traces`)."""
+        query = (
+            select(
+                feedback,
+                served.c.version,
+                served.c.answered_by,
+                served.c.answer,
+                served.c.explored,
+            )
+            .join(served, served.c.response_id == feedback.c.response_id)
+            .order_by(feedback.c.created_at.desc())
+        )
+        with self.engine.connect() as db:
+            return [dict(row._mapping) for row in db.execute(query)]
+
+    def close(self) -> None:
+        self.traces.close()

@@ -1,0 +1,55 @@
+"""The policy versions a learning server adopted: `DIR/policies/vN`, each a normal policy folder
+with the evidence it was adopted on (`evidence.json`). The start policy is v0 unless it is one of
+DIR's versions (a rollback: `serve --policy DIR/policies/vK`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from consortium.coord.answers.folder import AnswerPolicy, write_policy
+
+EVIDENCE = "evidence.json"
+_VERSION = re.compile(r"^v(\d+)$")
+
+
+def policies_dir(folder: Path) -> Path:
+    return folder / "policies"
+
+
+def adopted(folder: Path) -> list[int]:
+    """The version numbers written in DIR, ascending (only folders with their evidence: a
+    version is written whole before it is named)."""
+    root = policies_dir(folder)
+    if not root.is_dir():
+        return []
+    found = [_VERSION.match(p.name) for p in root.iterdir() if (p / EVIDENCE).exists()]
+    return sorted(int(m.group(1)) for m in found if m)
+
+
+def version_of(policy: str, folder: Path) -> str | None:
+    """The version name (vK) when `policy` is one of DIR's version folders, else None."""
+    path = Path(policy).resolve()
+    if path.parent == policies_dir(folder).resolve() and _VERSION.match(path.name):
+        return path.name
+    return None
+
+
+def latest(folder: Path) -> Path | None:
+    numbers = adopted(folder)
+    return policies_dir(folder) / f"v{numbers[-1]}" if numbers else None
+
+
+def write_version(folder: Path, policy: AnswerPolicy, evidence: dict[str, Any]) -> str:
+    """Write the next version folder (policy, evidence, then renamed into place); its name."""
+    numbers = adopted(folder)
+    name = f"v{(numbers[-1] if numbers else 0) + 1}"
+    root = policies_dir(folder)
+    partial = root / f".{name}.partial"
+    write_policy(partial, policy)
+    (partial / EVIDENCE).write_text(json.dumps(evidence, indent=2) + "\n", encoding="utf-8")
+    os.replace(partial, root / name)
+    return name

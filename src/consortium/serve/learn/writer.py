@@ -1,0 +1,115 @@
+"""Served traffic written off the request path: a request's rows are queued (no wait) and a
+writer thread commits whatever is queued in one transaction; feedback goes through the same
+queue, so it is checked after the rows of every request answered before it, and its caller waits
+for the commit (an acknowledged label is on disk)."""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from consortium.serve.learn.store import Label, ServedRequest, TrafficStore
+
+_Settle = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]"]
+_Item = ServedRequest | tuple[str, Any, _Settle | None] | None
+
+
+def _settle(done: asyncio.Future[None], error: BaseException | None) -> None:
+    if done.done():
+        return
+    if error is None:
+        done.set_result(None)
+    else:
+        done.set_exception(error)
+
+
+class TrafficWriter:
+    def __init__(self, store: TrafficStore, log: Callable[[str], None], max_batch: int = 256):
+        self.store = store
+        self.log = log
+        self.max_batch = max_batch
+        self._queue: queue.SimpleQueue[_Item] = queue.SimpleQueue()
+        self._closed = False
+        self._thread = threading.Thread(target=self._drain, name="traffic-writer", daemon=True)
+        self._thread.start()
+
+    def served(self, request: ServedRequest) -> None:
+        """Queue a served request's rows; returns at once."""
+        if not self._closed:
+            self._queue.put(request)
+
+    def shadow(self, calls: list[dict[str, Any]]) -> None:
+        if not self._closed and calls:
+            self._queue.put(("shadow", calls, None))
+
+    async def label(self, label: Label) -> None:
+        """Write `label` after every request queued before it; raises FeedbackError."""
+        await self._awaited("label", label)
+
+    async def flush(self) -> None:
+        """Returns once every row queued before it is written."""
+        await self._awaited("flush", None)
+
+    async def _awaited(self, what: str, payload: Any) -> None:
+        if self._closed:
+            raise RuntimeError("traffic writer is closed")
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self._queue.put((what, payload, (loop, done)))
+        await asyncio.shield(done)
+
+    def _drain(self) -> None:
+        while True:
+            batch: list[ServedRequest] = []
+            item = self._queue.get()
+            while True:
+                if item is None:
+                    self._write(batch)
+                    return
+                if isinstance(item, ServedRequest):
+                    batch.append(item)
+                else:
+                    self._write(batch)
+                    batch = []
+                    self._apply(item)
+                if len(batch) >= self.max_batch:
+                    break
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+            self._write(batch)
+
+    def _write(self, batch: list[ServedRequest]) -> None:
+        try:
+            self.store.write_requests(batch)
+        except Exception as error:  # a lost row must not stop the server: say so
+            self.log(f"learn: {len(batch)} served requests not recorded: {error}")
+
+    def _apply(self, item: tuple[str, Any, _Settle | None]) -> None:
+        what, payload, settle = item
+        error: BaseException | None = None
+        try:
+            if what == "label":
+                self.store.add_label(payload)
+            elif what == "shadow":
+                self.store.add_shadow_calls(payload)
+        except Exception as failure:
+            error = failure
+            if settle is None:
+                self.log(f"learn: shadow calls not recorded: {failure}")
+        if settle is not None:
+            loop, done = settle
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(_settle, done, error)
+
+    def close(self) -> None:
+        """Write everything queued, then stop the thread."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(None)
+        self._thread.join()

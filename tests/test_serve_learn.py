@@ -1,0 +1,281 @@
+"""`serve --learn`: served requests become records, feedback labels them (or is refused with one
+line), a guarded refit adopts a better team and swaps it in, flipped labels are refused by the
+guard, swaps under 16 clients drop nothing, and a `kill -9` loses no acknowledged label. All over
+the HTTP replay server of a DATE records folder (the cheapest model, Llama-2-13B, answers half
+of the questions right; gpt-4 nine in ten)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from consortium.coord.answers.folder import load_answer_policy, write_policy
+from consortium.pool import Pool
+from consortium.pool.config import load_pool
+from consortium.records import load_records
+from consortium.records.grading import grade_date
+from consortium.records.split import split_of
+from consortium.replay.launch import ReplayServerProcess
+from consortium.runtime.caller import Caller
+from consortium.serve.learn.explore import Exploration
+from consortium.serve.learn.learner import Learner
+from consortium.serve.learn.settings import LearnSettings
+from consortium.serve.learn.singles import single_policy
+from consortium.serve.server import EnsembleServer
+from tests.helpers import SharedRecords
+from tests.test_cli import cli, one_line_error
+from tests.test_serve import serve_process
+
+QUESTIONS = 240
+
+
+@pytest.fixture(scope="module")
+def records(shared_records: SharedRecords) -> Path:
+    return shared_records("date", QUESTIONS)
+
+
+@pytest.fixture(scope="module")
+def replay(records: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    pool_file = tmp_path_factory.mktemp("pool") / "replay.toml"
+    with ReplayServerProcess(None, "--write-pool", str(pool_file), records=[records]):
+        yield pool_file
+
+
+@pytest.fixture(scope="module")
+def cheapest(records: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("policies") / "cheapest"
+    write_policy(folder, single_policy(records, "cheapest"))
+    return folder
+
+
+def _train_questions(records: Path) -> list[tuple[str, str]]:
+    """(question, reference) of the train split, in the records' order."""
+    seen: dict[str, tuple[str, str]] = {}
+    for row in load_records(records).table.to_pylist():
+        seen.setdefault(row["question_id"], (row["question"], row["reference"]))
+    return [pair for qid, pair in seen.items() if split_of("date", qid) == "train"]
+
+
+def _ask(url: str, question: str) -> httpx.Response:
+    body = {"model": "consortium", "messages": [{"role": "user", "content": question}]}
+    reply = httpx.post(f"{url}/chat/completions", json=body, timeout=60)
+    assert reply.status_code == 200, reply.text
+    return reply
+
+
+def _label(url: str, **body: Any) -> httpx.Response:
+    return httpx.post(f"{url}/feedback", json=body, timeout=60)
+
+
+def _wait_for_refits(url: str, count: int) -> dict[str, Any]:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        policy = httpx.get(f"{url}/policy", timeout=10).json()
+        if len(policy["refits"]) >= count:
+            return dict(policy)
+        time.sleep(0.2)
+    raise AssertionError(f"fewer than {count} refits in 120 s")
+
+
+def test_feedback_is_taken_once_and_refused_with_one_line_otherwise(
+    replay: Path, cheapest: Path, records: Path, tmp_path: Path
+) -> None:
+    learn = tmp_path / "learn"
+    (question, reference), (other, _) = _train_questions(records)[:2]
+    args = ("--policy", str(cheapest), "--learn", str(learn), "--explore", "1")
+    with serve_process(replay, tmp_path / "t.db", *args, "--explore-budget", "1", "1") as server:
+        url = f"{server.root}/v1"
+        reply = _ask(url, question)
+        answer_id = reply.json()["id"]
+        assert reply.headers["x-consortium-policy-version"] == "v0"
+        assert reply.headers["x-consortium-explored"] == "1"
+        assert reply.json()["consortium"]["policy_version"] == "v0"
+        unlabelled = _ask(url, other).json()["id"]
+        cases = [
+            ({"id": "chatcmpl-never", "correct": True}, 404, "unknown response id"),
+            ({"id": answer_id, "reference": "no date here"}, 400, "cannot read the reference"),
+            ({"id": answer_id}, 400, "give one of correct or reference"),
+            ({"id": answer_id, "correct": "yes"}, 400, "correct must be true or false"),
+        ]
+        for body, status, message in cases:
+            refused = _label(url, **body)
+            assert refused.status_code == status, refused.text
+            assert message in refused.json()["error"]["message"]
+        assert httpx.get(f"{url}/policy").json()["labelled"] == 0  # nothing changed
+        assert _label(url, id=answer_id, reference=reference).status_code == 200
+        again = _label(url, id=answer_id, correct=False)
+        assert again.status_code == 409 and "already has feedback" in again.text
+        assert httpx.get(f"{url}/policy").json()["labelled"] == 1
+    bulk = tmp_path / "labels.jsonl"
+    lines = [{"id": answer_id, "reference": reference}, {"id": "chatcmpl-never", "reference": "x"}]
+    lines.append({"id": unlabelled, "correct": True})
+    bulk.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    imported = cli("feedback", "import", str(bulk), "--learn", str(learn))
+    assert imported.returncode == 1
+    assert "1 labels taken, 2 refused" in imported.stdout
+    assert f"{bulk}:1: response {answer_id!r} already has feedback" in imported.stderr
+    assert f"{bulk}:2: unknown response id 'chatcmpl-never'" in imported.stderr
+    listed = cli("traces", "feedback", "--learn", str(learn))
+    assert listed.returncode == 0, listed.stderr
+    assert answer_id in listed.stdout and unlabelled in listed.stdout
+    assert f"reference {reference}" in listed.stdout and "right" in listed.stdout
+
+
+def _serve_traffic(url: str, pairs: list[tuple[str, str]], flip: bool) -> list[str]:
+    """Ask each question and label it with its reference, or (`flip`) with the opposite of the
+    verdict its answer deserves; the versions that answered, in order."""
+    answered = []
+    for question, reference in pairs:
+        reply = _ask(url, question)
+        answered.append(reply.headers["x-consortium-policy-version"])
+        text = reply.json()["choices"][0]["message"]["content"]
+        if flip:
+            right = bool(grade_date(reference, text).correct)
+            label = _label(url, id=reply.json()["id"], correct=not right)
+        else:
+            label = _label(url, id=reply.json()["id"], reference=reference)
+        assert label.status_code == 200, label.text
+    return answered
+
+
+def test_a_refit_adopts_a_better_team_and_a_kill_9_keeps_it_and_every_label(
+    replay: Path, cheapest: Path, records: Path, tmp_path: Path
+) -> None:
+    learn = tmp_path / "learn"
+    pairs = _train_questions(records)[:60]
+    args = ("--policy", str(cheapest), "--learn", str(learn), "--refit-every", "30")
+    with serve_process(replay, tmp_path / "t.db", *args, "--explore", "1") as server:
+        url = f"{server.root}/v1"
+        first = _serve_traffic(url, pairs[:30], flip=False)
+        policy = _wait_for_refits(url, 1)
+        assert policy["refits"][0]["adopted"] == "v1", policy["refits"]
+        assert policy["version"] == "v1" and policy["adopted"] == ["v1"]
+        later = _serve_traffic(url, pairs[30:], flip=False)
+        os.kill(server._process.pid, signal.SIGKILL)  # type: ignore[union-attr]
+        server._process.wait()  # type: ignore[union-attr]
+    assert set(first) == {"v0"} and set(later) == {"v1"}
+    evidence = json.loads((learn / "policies/v1/evidence.json").read_text())
+    assert evidence["replaces"] == "v0" and evidence["reason"].startswith("more accurate")
+    assert evidence["evidence"]["candidate_accuracy"] > evidence["evidence"]["incumbent_accuracy"]
+    adopted = json.loads((learn / "policies/v1/policy.json").read_text())
+    assert adopted["models"] != ["Llama-2-13B"]
+    with serve_process(replay, tmp_path / "t.db", *args) as server:  # the same DIR
+        url = f"{server.root}/v1"
+        policy = httpx.get(f"{url}/policy").json()
+        assert policy["version"] == "v1" and policy["labelled"] == 60
+        assert _ask(url, pairs[0][0]).headers["x-consortium-policy-version"] == "v1"
+    rollback = ("--policy", str(learn / "policies/v1"), "--learn", str(learn))
+    with serve_process(replay, tmp_path / "t.db", *rollback) as server:
+        assert httpx.get(f"{server.root}/v1/policy").json()["version"] == "v1"
+
+
+def test_flipped_labels_are_refused_by_the_guard(
+    replay: Path, cheapest: Path, records: Path, tmp_path: Path
+) -> None:
+    learn = tmp_path / "learn"
+    pairs = _train_questions(records)[:60]
+    args = ("--policy", str(cheapest), "--learn", str(learn), "--refit-every", "30")
+    with serve_process(replay, tmp_path / "t.db", *args, "--explore", "1") as server:
+        url = f"{server.root}/v1"
+        answered = _serve_traffic(url, pairs, flip=True)
+        policy = _wait_for_refits(url, 2)
+    assert set(answered) == {"v0"} and policy["version"] == "v0" and policy["adopted"] == []
+    assert all(refit["adopted"] is None for refit in policy["refits"]), policy["refits"]
+    assert not (learn / "policies").exists()
+
+
+def test_five_swaps_under_16_clients_drop_nothing_and_each_answer_names_its_version(
+    replay: Path, records: Path, tmp_path: Path
+) -> None:
+    """Versions v1..v5 alternate single models, so an answer's model tells which policy
+    answered: it must be the one the answer's version names."""
+    models = ["Llama-2-13B", "gpt-3.5-turbo", "gpt-4", "Llama-2-13B", "gpt-3.5-turbo", "gpt-4"]
+    folders = []
+    for index, model in enumerate(models):
+        folder = tmp_path / f"single-{index}"
+        write_policy(folder, single_policy(records, model))
+        folders.append(folder)
+    config = load_pool(replay)
+    learner = Learner(
+        LearnSettings(tmp_path / "learn"), f"sqlite:///{tmp_path / 'traffic.db'}",
+        str(folders[0]), "v0", config.names, lambda spec: load_answer_policy(Path(spec)),
+        lambda line: None,
+    )  # fmt: skip
+    server = EnsembleServer(learner.coordinator, Caller(Pool(config), None, "run"), learner=learner)
+    questions = [question for question, _ in _train_questions(records)]
+    answered = [0]
+
+    async def client(http: httpx.AsyncClient, offset: int) -> list[tuple[str, str]]:
+        said = []
+        for index in range(offset, offset + 12):
+            question = questions[index % len(questions)]
+            body = {"model": "consortium", "messages": [{"role": "user", "content": question}]}
+            reply = await http.post("/v1/chat/completions", json=body)
+            assert reply.status_code == 200, reply.text
+            said.append((reply.headers["x-consortium-policy-version"],
+                         reply.headers["x-consortium-answered-by"]))  # fmt: skip
+            answered[0] += 1
+        return said
+
+    async def swaps() -> None:
+        """One swap every 30 answers, while the clients are still asking."""
+        for version in range(1, 6):
+            while answered[0] < 30 * version:
+                await asyncio.sleep(0.001)
+            learner.on_adopt(load_answer_policy(folders[version]), f"v{version}")
+
+    async def run() -> list[tuple[str, str]]:
+        transport = httpx.ASGITransport(app=server.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://serve") as http:
+            swapping = asyncio.create_task(swaps())
+            said = await asyncio.gather(*(client(http, 12 * i) for i in range(16)))
+            await swapping
+        await learner.aclose()
+        return [pair for per_client in said for pair in per_client]
+
+    said = asyncio.run(run())
+    assert len(said) == 16 * 12
+    assert all(answered == models[int(version[1:])] for version, answered in said), said
+    assert {version for version, _ in said} >= {"v0", "v5"}
+    assert _served_count(tmp_path / "traffic.db") == 16 * 12  # every request recorded
+
+
+def _served_count(path: Path) -> int:
+    from sqlalchemy import create_engine, func, select
+
+    from consortium.serve.learn.tables import served
+
+    with create_engine(f"sqlite:///{path}").connect() as db:
+        return int(db.execute(select(func.count()).select_from(served)).scalar_one())
+
+
+def test_exploration_is_seeded_and_stops_at_its_caps() -> None:
+    now = [0.0]
+    first = Exploration(0.5, per_hour=1.0, total=None, seed=3, clock=lambda: now[0])
+    second = Exploration(0.5, per_hour=1.0, total=None, seed=3, clock=lambda: now[0])
+    draws = [first.chosen() for _ in range(40)]
+    assert draws == [second.chosen() for _ in range(40)] and 5 < sum(draws) < 35
+    first.charge(1.0)  # the hour's cap reached
+    assert not any(first.chosen() for _ in range(40))
+    now[0] = 3601.0  # an hour later the cap frees again
+    assert any(first.chosen() for _ in range(40))
+    capped = Exploration(1.0, per_hour=None, total=0.5, seed=0)
+    assert capped.chosen()
+    capped.charge(0.5)
+    assert not any(capped.chosen() for _ in range(10))
+
+
+def test_learning_needs_an_answer_aware_folder_to_start_from(replay: Path, tmp_path: Path) -> None:
+    traces = f"sqlite:///{tmp_path}/t.db"
+    refused = cli("serve", "--pool", str(replay), "--policy", "single:gpt-4",
+                  "--learn", str(tmp_path / "learn"), "--traces", traces)  # fmt: skip
+    one_line_error(refused, "--learn refits answer-aware policy folders; --policy single:gpt-4")
