@@ -156,8 +156,8 @@ def _section(name: str, rows: list[Row], team: PolicyRun, offline: str, table: O
         f"Offline team (`policies/{name}-team`): {100 * team.correct[test].mean():.2f} % at "
         f"${team.cost[test].mean():.5f} a question; offline λ = 0.02 fit: `{offline}`.\n",
         "| run | adopted | serving at the end | test accuracy, $/q | vs team (points) | "
-        "vs offline λ=0.02 | $ vs offline | exploration share | stream vs start | labels | s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "vs offline λ=0.02 | $ vs offline | exploration share | stream vs start | labels |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         offline_text = row.versus_offline.text() if row.versus_offline else "–"
@@ -165,8 +165,7 @@ def _section(name: str, rows: list[Row], team: PolicyRun, offline: str, table: O
         lines.append(
             f"| {row.run} | {row.adopted} | `{row.final_name}` | {row.test} | "
             f"{row.versus_team.text()} | {offline_text} | {ratio} | "
-            f"{100 * row.explore_share:.1f} % | {row.stream.text()} | {_labels(row.result)} | "
-            f"{row.result.seconds:.0f} |"
+            f"{100 * row.explore_share:.1f} % | {row.stream.text()} | {_labels(row.result)} |"
         )
     lines.append(f"\n![served accuracy and $ per window of {WINDOW} requests]({png})\n")
     return "\n".join(lines)
