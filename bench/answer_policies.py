@@ -33,8 +33,8 @@ from consortium.records.split import split_of
 from consortium.records.store import load_records
 from consortium.replay.launch import ReplayServerProcess
 from consortium.tasks.base import Task
-from consortium.train.answer_policy import fit_answer_policy
-from consortium.train.best_kind import candidate_kinds
+from consortium.train.answers.best_kind import candidate_kinds
+from consortium.train.answers.policy import fit_answer_policy
 
 
 class RecordedCaller:

@@ -24,12 +24,12 @@ from consortium.pool.config import PoolConfig
 from consortium.records.errors import RecordsError
 from consortium.runtime.budget import Limits
 from consortium.smallmodels.files import sha256_of
-from consortium.train.conductor_eval import baseline_workflows
-from consortium.train.grpo import last_complete_checkpoint
-from consortium.train.mixed_pool import MixedTasks
-from consortium.train.rejection_sft import last_round
-from consortium.train.workflow_reward import WorkflowReward
-from consortium.train.workflow_sampling import Sampler
+from consortium.train.conductor.grpo import last_complete_checkpoint
+from consortium.train.conductor.measure import baseline_workflows
+from consortium.train.conductor.mixed_pool import MixedTasks
+from consortium.train.conductor.rejection_sft import last_round
+from consortium.train.conductor.workflow_reward import WorkflowReward
+from consortium.train.conductor.workflow_sampling import Sampler
 
 if TYPE_CHECKING:
     from conductor_adaptive import Work

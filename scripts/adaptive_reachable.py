@@ -16,8 +16,14 @@ from typing import Any
 
 from consortium.coord.conductor.workflow import Workflow, WorkflowError, build, written_lists
 from consortium.tasks.base import Task
-from consortium.train.mixed_pool import MixedTasks
-from consortium.train.workflow_reward import RIGHT, WRONG, Scored, WorkflowReward, cost_penalty
+from consortium.train.conductor.mixed_pool import MixedTasks
+from consortium.train.conductor.workflow_reward import (
+    RIGHT,
+    WRONG,
+    Scored,
+    WorkflowReward,
+    cost_penalty,
+)
 
 LABEL = "fixed, picked on train"
 SOLVE = "Solve it."

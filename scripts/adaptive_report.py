@@ -9,14 +9,14 @@ from typing import Any
 from adaptive_reachable import LABEL as REACHABLE
 from adaptive_reachable import agreement_with_pick, counts_by_set, naming_the_pick
 from adaptive_team import LABEL as TEAM
-from consortium.train.conductor_eval import (
+from consortium.train.conductor.measure import (
     FIXED,
     figures_by_set,
     paired_difference,
     shape_label,
     shape_test,
 )
-from consortium.train.workflow_reward import Scored
+from consortium.train.conductor.workflow_reward import Scored
 
 BASELINES = ("best single", "vote (all)", *FIXED, REACHABLE, TEAM)
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from consortium.coord.answers.folder import read_policy
 from consortium.demo.teams import evaluate_folders
-from consortium.train.mixed_pool import MixedTasks
-from consortium.train.workflow_reward import RIGHT, WRONG, Scored, cost_penalty
+from consortium.train.conductor.mixed_pool import MixedTasks
+from consortium.train.conductor.workflow_reward import RIGHT, WRONG, Scored, cost_penalty
 
 LABEL = "served team"
 

@@ -4,8 +4,9 @@
 
 SmolLM2-135M-Instruct conducts the recorded answers of real models on a mixed pool: the train
 splits of GSM8K, MATH, HumanEval and DATE over one records replay server serving all four folders,
-each question showing a random subset of its own data set's models (`train.mixed_pool`). Stages,
-each kept in WORK and skipped when already there (the command resumes):
+each question showing a random subset of its own data set's models
+(`train.conductor.mixed_pool`). Stages, each kept in WORK and skipped when already there (the
+command resumes):
 
 1. warm start: SFT on example workflows of 1 to 5 steps, with and without tool steps;
 2. shapes: workflows sampled at temperature 1 after the warm start (steps, workers, tool steps);
@@ -48,17 +49,17 @@ from consortium.replay.launch import ReplayServerProcess
 from consortium.replay.pool import replay_pool
 from consortium.replay.records import load_records_replay
 from consortium.smallmodels.files import SMOLLM2
-from consortium.train.base_models import load_tokenizer, resolve_base
-from consortium.train.conductor_eval import parsed_shape
-from consortium.train.grpo import (
+from consortium.train.conductor.base_models import load_tokenizer, resolve_base
+from consortium.train.conductor.grpo import (
     GRPOSettings,
     train_conductor,
     training_rows,
 )
-from consortium.train.mixed_pool import MixedTasks, mixed_tasks
-from consortium.train.rejection_sft import RejectionSettings, rejection_sft
-from consortium.train.workflow_sampling import Sampler
-from consortium.train.workflow_sft import WarmStartSettings, fine_tune, warm_start
+from consortium.train.conductor.measure import parsed_shape
+from consortium.train.conductor.mixed_pool import MixedTasks, mixed_tasks
+from consortium.train.conductor.rejection_sft import RejectionSettings, rejection_sft
+from consortium.train.conductor.workflow_sampling import Sampler
+from consortium.train.conductor.workflow_sft import WarmStartSettings, fine_tune, warm_start
 from made_by import made_by
 
 FOLDERS = ("records/gsm8k", "records/math", "records/humaneval", "records/date")

@@ -25,9 +25,9 @@ from adaptive_eval import exit_on_error, lambda_values, reward_of
 from adaptive_reachable import Scores, family_scores, pick, workflow_family
 from conductor_adaptive import FOLDERS, mixed_pool
 from consortium.replay.launch import ReplayServerProcess
-from consortium.train.conductor_eval import paired_difference
-from consortium.train.mixed_pool import MixedTasks, mixed_tasks
-from consortium.train.workflow_reward import Scored
+from consortium.train.conductor.measure import paired_difference
+from consortium.train.conductor.mixed_pool import MixedTasks, mixed_tasks
+from consortium.train.conductor.workflow_reward import Scored
 from made_by import made_by
 
 TARGET = "within 0.5 pts of the best single at ≤ 60 % of its $, or above it with CI > 0"

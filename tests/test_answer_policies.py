@@ -28,7 +28,7 @@ from consortium.records import load_records
 from consortium.records.corpora import BY_DEFAULT, RECIPES
 from consortium.records.split import split_of
 from consortium.replay.launch import ReplayServerProcess
-from consortium.train.answer_policy import fit_answer_policy
+from consortium.train.answers.policy import fit_answer_policy
 from tests.helpers import ReplayServers, SharedRecords
 from tests.test_cli import cli
 

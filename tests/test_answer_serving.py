@@ -35,7 +35,7 @@ from consortium.replay.launch import ReplayServerProcess, free_port
 from consortium.runtime.store import TraceStore
 from consortium.runtime.store_records import StageRecord
 from consortium.serve.headers import ANSWER_HEADERS as HEADERS
-from consortium.train.answer_policy import fit_answer_policy
+from consortium.train.answers.policy import fit_answer_policy
 from consortium.viewer.app import TraceViewer
 from tests.helpers import SharedRecords
 from tests.test_cli import cli, one_line_error

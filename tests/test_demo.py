@@ -26,8 +26,8 @@ from consortium.evaluation.results import ORACLE
 from consortium.records import write_records
 from consortium.replay.data import load_replay
 from consortium.runtime.store import TraceStore
-from consortium.train.answer_policy import fit_answer_policy
-from consortium.train.best_kind import fit_best_kind
+from consortium.train.answers.best_kind import fit_best_kind
+from consortium.train.answers.policy import fit_answer_policy
 from tests.helpers import SharedRecords
 from tests.toy_records import toy_manifest, toy_rows
 

@@ -35,7 +35,7 @@ from consortium.runtime.store import TraceStore
 from consortium.tasks.base import Task
 from consortium.tasks.math import MathGrader
 from consortium.tasks.registry import load_task_set
-from consortium.train.answer_policy import fit_answer_policy
+from consortium.train.answers.policy import fit_answer_policy
 from tests.helpers import SharedRecords
 from tests.test_cli import cli
 from tests.test_serve import serving

@@ -19,7 +19,7 @@ from consortium.evaluation.entry import EvalConfig, run_evaluation
 from consortium.pool.config import DEFAULT_MAX_TOKENS, load_pool
 from consortium.records import OutputRow, write_records
 from consortium.replay.launch import ReplayServerProcess
-from consortium.train.answer_policy import fit_answer_policy
+from consortium.train.answers.policy import fit_answer_policy
 from tests.helpers import recorded_first_samples
 from tests.test_serve import serving
 from tests.toy_records import toy_manifest, toy_rows

@@ -36,8 +36,8 @@ from consortium.evaluation.recorded.episodes import Episodes
 from consortium.evaluation.recorded.tables import outcome_table
 from consortium.records import load_records
 from consortium.tasks.base import Task
-from consortium.train.answer_policy import fit_answer_policy
-from consortium.train.recorded_turns import Budget
+from consortium.train.answers.policy import fit_answer_policy
+from consortium.train.trinity.recorded_turns import Budget
 from tests.helpers import ReplayServers, SharedRecords
 from tests.test_cli import cli
 

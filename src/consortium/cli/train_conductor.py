@@ -17,7 +17,7 @@ from consortium.pool.config import load_pool
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-    from consortium.train.conductor_stages import StageCallbacks
+    from consortium.train.conductor.stages import StageCallbacks
 
 
 @train_app.command("conductor")
@@ -117,9 +117,9 @@ def train_conductor(
     from consortium.core.errors import ConfigError
     from consortium.core.progress import task_progress
     from consortium.runtime.dist import make_executor
-    from consortium.train.conductor_stages import StagedSettings, train_conductor_in_stages
-    from consortium.train.grpo import GRPOSettings
-    from consortium.train.workflow_sft import WarmStartSettings
+    from consortium.train.conductor.grpo import GRPOSettings
+    from consortium.train.conductor.stages import StagedSettings, train_conductor_in_stages
+    from consortium.train.conductor.workflow_sft import WarmStartSettings
 
     if method not in ("grpo", "rft"):
         raise ConfigError(f"--method must be grpo or rft, got {method!r}")
@@ -171,7 +171,7 @@ def train_conductor(
 def _stage_bars(progress: Progress, method: str = "grpo") -> StageCallbacks:
     """A bar per stage (held-out checks, warm start, GRPO or RFT), each step's figures in its
     label."""
-    from consortium.train.conductor_stages import StageCallbacks
+    from consortium.train.conductor.stages import StageCallbacks
 
     bars: list[TaskID] = []
 

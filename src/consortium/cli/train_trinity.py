@@ -25,7 +25,7 @@ from consortium.cli.options import (
 from consortium.coord.trinity.defaults import ENCODER
 from consortium.core.errors import ConsortiumError
 from consortium.pool.config import load_pool
-from consortium.train.settings import (
+from consortium.train.trinity.settings import (
     ENCODER_HELP,
     RecordedConfig,
     RouterTraining,
@@ -109,9 +109,9 @@ def train_trinity(
       datasets=mmlu,gsm8k,cmmlu,arc_challenge,humaneval
     """
     from consortium.core.progress import task_progress
-    from consortium.train.estimate import Estimate, duration
-    from consortium.train.fit import FitState, checkpoint_step
-    from consortium.train.session import TrinityRequest, run_trinity_training
+    from consortium.train.trinity.estimate import Estimate, duration
+    from consortium.train.trinity.fit import FitState, checkpoint_step
+    from consortium.train.trinity.session import TrinityRequest, run_trinity_training
 
     request = TrinityRequest(
         pool,
@@ -291,10 +291,10 @@ def train_router(
     from consortium.cli.task_sets import load_tasks
     from consortium.coord.trinity.policy import default_encoder
     from consortium.core.progress import task_progress
-    from consortium.train.fit import FitState
-    from consortium.train.recorded import OPTIMIZERS
-    from consortium.train.routing import recorded_scores
-    from consortium.train.routing import train_router as run_training
+    from consortium.train.trinity.fit import FitState
+    from consortium.train.trinity.recorded import OPTIMIZERS
+    from consortium.train.trinity.routing import recorded_scores
+    from consortium.train.trinity.routing import train_router as run_training
 
     if optimizer not in OPTIMIZERS:
         raise ConsortiumError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}")

@@ -23,10 +23,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from consortium.train.grpo import prompt_schedule
-from consortium.train.workflow_reward import Scored, WorkflowReward
-from consortium.train.workflow_sampling import Sampler
-from consortium.train.workflow_sft import WarmStartSettings, fine_tune
+from consortium.train.conductor.grpo import prompt_schedule
+from consortium.train.conductor.workflow_reward import Scored, WorkflowReward
+from consortium.train.conductor.workflow_sampling import Sampler
+from consortium.train.conductor.workflow_sft import WarmStartSettings, fine_tune
 
 
 @dataclass

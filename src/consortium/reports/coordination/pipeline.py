@@ -31,9 +31,9 @@ from consortium.evaluation.recorded.selection import (
     untold_on_cost,
 )
 from consortium.evaluation.recorded.transcript_text import TranscriptText
-from consortium.train.optimizer_table import optimizer_table
-from consortium.train.recorded_turns import Budget, run_head, train_head
-from consortium.train.router_runs import router_runs
+from consortium.reports.coordination.router_runs import router_runs
+from consortium.reports.optimizers import optimizer_table
+from consortium.train.trinity.recorded_turns import Budget, run_head, train_head
 
 LAMBDAS = (0.0, 0.05, 0.2, 0.5)
 """λ in units of the best single model's mean cost per question (train split)."""

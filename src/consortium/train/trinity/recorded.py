@@ -26,15 +26,15 @@ import numpy as np
 from scipy.optimize import minimize
 
 from consortium.coord.trinity.head import ROLES
-from consortium.train.fit import FitState, Progress, Schedule, fit
-from consortium.train.optimizers import (
+from consortium.train.trinity.fit import FitState, Progress, Schedule, fit
+from consortium.train.trinity.optimizers import (
     Fitted,
     Optimizer,
     Outcome,
     candidates_per_step,
     make_optimizer,
 )
-from consortium.train.settings import RecordedConfig, Reward
+from consortium.train.trinity.settings import RecordedConfig, Reward
 
 OPTIMIZERS = ("es", "reinforce", "random", "imitation")
 

@@ -1,7 +1,7 @@
 """`consortium train router`: the TRINITY head trained for single-turn routing on recorded
 outcomes: encode the training questions once (cached), fit the standardizer, optionally warm-start
-by imitation, run an optimizer in process (`train.recorded`), save a policy that `eval`, `ask` and
-`serve` load like any trained TRINITY policy."""
+by imitation, run an optimizer in process (`train.trinity.recorded`), save a policy that `eval`,
+`ask` and `serve` load like any trained TRINITY policy."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from consortium.coord.trinity.policy import HeadSetup, save_policy
 from consortium.core.errors import ConfigError
 from consortium.tasks.base import Task
 from consortium.tasks.recorded import recorded_outcomes
-from consortium.train.fit import FitState
-from consortium.train.recorded import RoutingProblem, imitation, train_recorded
-from consortium.train.rollouts import write_curve
-from consortium.train.settings import RouterTraining
+from consortium.train.trinity.fit import FitState
+from consortium.train.trinity.recorded import RoutingProblem, imitation, train_recorded
+from consortium.train.trinity.rollouts import write_curve
+from consortium.train.trinity.settings import RouterTraining
 
 
 def recorded_scores(tasks: Sequence[Task], models: Sequence[str]) -> np.ndarray:
@@ -123,7 +123,7 @@ def train_router(
         "training": {**asdict(training.optimizer), **_without_optimizer(training)},
         "rollouts": run.rollouts,
         "validation": decision,
-        "rollouts_in": "process: recorded outcomes (train.recorded), not the replay server",
+        "rollouts_in": "process: recorded outcomes (train.trinity.recorded), not the replay server",
         "train_reward": float(problem.rewards(run.vector[None], np.arange(len(tasks)))[0]),
         "tasks": description,
     }

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 import numpy as np
 from cmaes import SepCMA
 
-from consortium.train.settings import Update
+from consortium.train.trinity.settings import Update
 
 OPTIMIZERS = ("es", "reinforce", "random")
 """The optimizers that spend rollouts (the recorded setting adds imitation, which spends none)."""
@@ -19,7 +19,9 @@ TITLES = {
     "es": "sep-CMA-ES",
     "reinforce": "REINFORCE",
     "random": "random search",
+    "imitation": "imitation",
 }
+"""Every optimizer's name in tables and plots (imitation is the recorded setting's fourth)."""
 
 
 class OptimizerOptions(Protocol):

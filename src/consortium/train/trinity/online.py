@@ -16,10 +16,10 @@ from consortium.evaluation.results import TaskResult
 from consortium.runtime.caller import Caller
 from consortium.runtime.dist import Executor, LocalExecutor
 from consortium.tasks.base import Grader, Task
-from consortium.train.fit import FitState, Progress, Schedule, fit, generation_seed
-from consortium.train.optimizers import Outcome, make_optimizer
-from consortium.train.rollouts import mean_rewards, minibatch, rollouts_work
-from consortium.train.settings import TrainConfig
+from consortium.train.trinity.fit import FitState, Progress, Schedule, fit, generation_seed
+from consortium.train.trinity.optimizers import Outcome, make_optimizer
+from consortium.train.trinity.rollouts import mean_rewards, minibatch, rollouts_work
+from consortium.train.trinity.settings import TrainConfig
 
 
 def schedule(config: TrainConfig) -> Schedule:

@@ -14,7 +14,7 @@ from typing import Any
 from consortium.evaluation.recorded.baselines import ceiling
 from consortium.evaluation.recorded.runs import PolicyRun
 from consortium.evaluation.recorded.selection import paired_bootstrap_mean
-from consortium.train.coordination_report.pipeline import DatasetResult
+from consortium.reports.coordination.pipeline import DatasetResult
 
 TARGETS = {"gsm8k": 96.8, "math": 83.5, "humaneval": 92.0, "date": 91.5}
 """Per data set: accuracy on its test split."""

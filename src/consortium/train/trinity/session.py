@@ -28,12 +28,12 @@ from consortium.runtime.dist import Executor, LocalExecutor, make_executor
 from consortium.runtime.store import DEFAULT_TRACES, TraceStore
 from consortium.tasks.base import TaskSet
 from consortium.tasks.registry import load_task_set
-from consortium.train.estimate import LARGE_BUDGET, Estimate, pool_concurrency, probe
-from consortium.train.fit import FitState, checkpoint_step
-from consortium.train.online import train_online
-from consortium.train.optimizers import OPTIMIZERS, TITLES
-from consortium.train.rollouts import write_curve
-from consortium.train.settings import TrainConfig
+from consortium.train.trinity.estimate import LARGE_BUDGET, Estimate, pool_concurrency, probe
+from consortium.train.trinity.fit import FitState, checkpoint_step
+from consortium.train.trinity.online import train_online
+from consortium.train.trinity.optimizers import OPTIMIZERS, TITLES
+from consortium.train.trinity.rollouts import write_curve
+from consortium.train.trinity.settings import TrainConfig
 
 
 def fit_setup(
@@ -80,8 +80,8 @@ async def train_trinity(
     each candidate's rollouts run as one job, without the cache. A checkpoint after every
     generation (OUT/checkpoint.pkl) lets `resume` continue. With `store`, every rollout's calls
     and results are traced under `run_id`. With `on_estimate`, a run of `LARGE_BUDGET` rollouts
-    or more is first probed (`train.estimate`) and the estimate handed over; the callback may
-    raise to stop the run before it starts."""
+    or more is first probed (`train.trinity.estimate`) and the estimate handed over; the callback
+    may raise to stop the run before it starts."""
     out_dir.mkdir(parents=True, exist_ok=True)
     cache = ResponseCache(cache_path or out_dir / "responses.db")
 

@@ -20,12 +20,12 @@ from consortium.evaluation.recorded.episodes import (
 )
 from consortium.evaluation.recorded.head import n_weights, rollout
 from consortium.evaluation.recorded.runs import PolicyRun
-from consortium.train.optimizers import Outcome, make_optimizer
+from consortium.train.trinity.optimizers import Outcome, make_optimizer
 
 
 @dataclass(frozen=True)
 class HeadOptions:
-    """What the project's optimizers read (consortium.train.optimizers.OptimizerOptions)."""
+    """What the project's optimizers read (consortium.train.trinity.optimizers.OptimizerOptions)."""
 
     popsize: int = 16
     sigma0: float = 0.5

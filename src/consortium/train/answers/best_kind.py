@@ -21,7 +21,7 @@ from consortium.core.errors import ConfigError
 from consortium.evaluation.recorded.cost_measure import figure_label
 from consortium.evaluation.recorded.selection import Standing, choose, tie_text
 from consortium.records.store import load_records
-from consortium.train.answer_policy import FittedPolicy, fit_answer_policy, fit_policy
+from consortium.train.answers.policy import FittedPolicy, fit_answer_policy, fit_policy
 
 __all__ = ["AUTO", "candidate_kinds", "fit_best_kind", "fit_kind"]
 

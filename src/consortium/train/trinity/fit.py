@@ -14,8 +14,8 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from consortium.core.errors import ConfigError
-from consortium.train.optimizers import Optimizer, Outcome
-from consortium.train.settings import Seeding
+from consortium.train.trinity.optimizers import Optimizer, Outcome
+from consortium.train.trinity.settings import Seeding
 
 Curve = Literal["generation", "step"]
 """The curve's columns: `generation` (generation, population_mean, population_best, rollouts;

@@ -36,7 +36,7 @@ from consortium.evaluation.recorded.selection import (
 from consortium.evaluation.recorded.tables import outcome_table
 from consortium.records.schema import OUTPUTS, Manifest
 from consortium.records.store import load_records
-from consortium.train.recorded_turns import Budget, train_head
+from consortium.train.trinity.recorded_turns import Budget, train_head
 
 
 def _figures(run: PolicyRun, questions: np.ndarray) -> Figures:

@@ -16,12 +16,12 @@ from consortium.evaluation.recorded.transcript_text import transcript_text
 from consortium.records.agreement import grade_warnings
 from consortium.records.corpora import is_project_corpus
 from consortium.records.store import Records, load_records
+from consortium.reports.coordination.pipeline import LAMBDAS, DatasetResult, run_dataset
+from consortium.reports.coordination.report import dataset_summary, write_report
+from consortium.reports.coordination.router_runs import question_features
+from consortium.reports.coordination.targets import GROUP_TARGETS, TARGETS, group_summary
 from consortium.tasks.code_checks import example_coverage
-from consortium.train.coordination_report.pipeline import LAMBDAS, DatasetResult, run_dataset
-from consortium.train.coordination_report.report import dataset_summary, write_report
-from consortium.train.coordination_report.targets import GROUP_TARGETS, TARGETS, group_summary
-from consortium.train.recorded_turns import Budget
-from consortium.train.router_runs import question_features
+from consortium.train.trinity.recorded_turns import Budget
 
 
 @dataclass(frozen=True)

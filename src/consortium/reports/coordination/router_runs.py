@@ -1,5 +1,5 @@
 """RouterBench's question-only routers on the same splits: kNN and MLP over all-MiniLM-L6-v2
-embeddings of the question (consortium.train.routers), fitted on each model's train verdicts
+embeddings of the question (consortium.train.trinity.routers), fitted on each model's train verdicts
 (first sample); each picks one model per question, which answers once."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 
 from consortium.evaluation.recorded.outcomes import OutcomeTable
 from consortium.evaluation.recorded.runs import PolicyRun, charge, new_run
-from consortium.train.routers import KnnRouter, MlpRouter
+from consortium.train.trinity.routers import KnnRouter, MlpRouter
 
 KNN_K = 25
 

@@ -16,16 +16,16 @@ from consortium.core.costs import unit
 from consortium.evaluation.recorded.baselines import ceiling, cost_floor
 from consortium.evaluation.recorded.selection import TOLERANCE, paired_bootstrap
 from consortium.evaluation.recorded.transcript_text import DIMS
-from consortium.tasks.code_checks import ExampleCoverage
-from consortium.train.coordination_report.cost_lines import (
+from consortium.reports.coordination.cost_lines import (
     cost_label,
     cost_lines,
     cost_text,
     interval_text,
     vote_match_lines,
 )
-from consortium.train.coordination_report.pipeline import READING, TRINITY_DECLARED, DatasetResult
-from consortium.train.coordination_report.targets import judged
+from consortium.reports.coordination.pipeline import READING, TRINITY_DECLARED, DatasetResult
+from consortium.reports.coordination.targets import judged
+from consortium.tasks.code_checks import ExampleCoverage
 
 DECLARED = (
     "Pool: replay of recorded outputs of real models (records folders, consortium.records), "

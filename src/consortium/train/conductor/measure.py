@@ -19,8 +19,8 @@ from consortium.coord.conductor.templates import template
 from consortium.coord.conductor.tools import WITHOUT_SCORER
 from consortium.coord.conductor.workflow import WorkflowError, parse_workflow
 from consortium.tasks.base import Task
-from consortium.train.mixed_pool import DataSetInfo
-from consortium.train.workflow_reward import Scored, step_counts
+from consortium.train.conductor.mixed_pool import DataSetInfo
+from consortium.train.conductor.workflow_reward import Scored, step_counts
 
 FIXED = ("moa", "debate", "reflect")
 """The fixed workflows beside the conductors (`templates`), each led by the set's best model: on

@@ -19,12 +19,12 @@ from consortium.core.errors import ConfigError
 from consortium.pool.config import PoolConfig
 from consortium.runtime.dist import Executor, LocalExecutor
 from consortium.tasks.base import Grader, Task
-from consortium.train.base_models import load_tokenizer, resolve_base
-from consortium.train.grpo import GRPOSettings, train_conductor, training_rows
-from consortium.train.rejection_sft import RejectionSettings, rejection_sft
-from consortium.train.workflow_reward import WorkflowReward
-from consortium.train.workflow_sft import WarmStartSettings, warm_start
-from consortium.train.workflow_validity import Validity, workflow_validity
+from consortium.train.conductor.base_models import load_tokenizer, resolve_base
+from consortium.train.conductor.grpo import GRPOSettings, train_conductor, training_rows
+from consortium.train.conductor.rejection_sft import RejectionSettings, rejection_sft
+from consortium.train.conductor.workflow_reward import WorkflowReward
+from consortium.train.conductor.workflow_sft import WarmStartSettings, warm_start
+from consortium.train.conductor.workflow_validity import Validity, workflow_validity
 
 
 @dataclass

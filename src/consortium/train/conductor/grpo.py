@@ -2,7 +2,8 @@
 
 Each training prompt is a question with a random subset of the pool's workers (the adaptive pool
 of the paper), shown as "Model 0..k-1". A completion's reward is the paper's gate
-(`train.workflow_reward`): whether its workflow parses, then whether running it answers right.
+(`train.conductor.workflow_reward`): whether its workflow parses, then whether running it
+answers right.
 
 The same command trains a tiny model built from a config on a CPU in seconds (`base_model="tiny"`)
 and a real base model (the paper: Qwen2.5-7B, 200 steps x 4 questions x 64 rollouts, lr 1e-6,
@@ -26,10 +27,10 @@ from consortium.pool.config import PoolConfig
 from consortium.pool.local import prompt_text
 from consortium.runtime.dist import Executor, LocalExecutor
 from consortium.tasks.base import Grader, Task
-from consortium.train.base_models import load_tokenizer, resolve_base
-from consortium.train.mixed_pool import roster_of
-from consortium.train.trainer_setup import device_args, step_logger
-from consortium.train.workflow_reward import WorkflowReward
+from consortium.train.conductor.base_models import load_tokenizer, resolve_base
+from consortium.train.conductor.mixed_pool import roster_of
+from consortium.train.conductor.trainer_setup import device_args, step_logger
+from consortium.train.conductor.workflow_reward import WorkflowReward
 
 
 @dataclass

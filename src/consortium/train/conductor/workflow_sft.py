@@ -22,7 +22,7 @@ from typing import Any
 
 from consortium.core.errors import ConfigError
 from consortium.core.quiet import quiet_datasets, quiet_transformers
-from consortium.train.trainer_setup import device_args, step_logger
+from consortium.train.conductor.trainer_setup import device_args, step_logger
 
 ANSWER = "End with 'The answer is …'."
 

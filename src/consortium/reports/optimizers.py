@@ -1,5 +1,13 @@
-"""sep-CMA-ES vs REINFORCE vs random search at the same evaluation budget, over several seeds:
-each trained head is scored greedily on held-out test tasks; mean ± std per optimizer."""
+"""The TRINITY head's optimizers compared, in both settings, with one list of titles
+(`optimizers.TITLES`):
+
+- on a pool (`consortium train compare`): sep-CMA-ES vs REINFORCE vs random search at the same
+  evaluation budget, over several seeds; each trained head is scored greedily on held-out test
+  tasks; mean ± std per optimizer;
+- on recorded turns (the coordination report's `--optimizer-table`, the paper's own setting:
+  multi-turn, binary reward at λ = 0): the same three and imitation of the best short trajectory,
+  several seeds, the same number of episodes for the three that spend rollouts, scored on the
+  test split."""
 
 from __future__ import annotations
 
@@ -9,16 +17,20 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from consortium.coord.trinity.policy import HeadSetup
+from consortium.evaluation.recorded.episodes import Episodes
 from consortium.evaluation.results import summarise
 from consortium.evaluation.runner import run_policy
 from consortium.pool import Pool
 from consortium.pool.config import PoolConfig
 from consortium.runtime.caller import Caller
 from consortium.tasks.base import TaskSet
-from consortium.train.optimizers import OPTIMIZERS, TITLES
-from consortium.train.session import train_trinity
-from consortium.train.settings import TrainConfig
+from consortium.train.trinity.optimizers import OPTIMIZERS, TITLES
+from consortium.train.trinity.recorded_turns import Budget, mean_reward, run_head, train_head
+from consortium.train.trinity.session import train_trinity
+from consortium.train.trinity.settings import TrainConfig
 
 
 @dataclass
@@ -116,3 +128,46 @@ def comparison_plot(table: dict[str, Any], path: Path) -> None:
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
+
+
+RECORDED_SETUP = {
+    "es": "",
+    "reinforce": " (Adam, mean-reward baseline)",
+    "random": " (U[-0.5, 0.5], best kept)",
+    "imitation": " of each question's best ≤2-turn trajectory",
+}
+"""How each optimizer is set up on recorded turns, told after its title in that table."""
+
+
+def optimizer_table(
+    episodes: Episodes,
+    cost_unit: float,
+    budget: Budget,
+    seeds: Sequence[int] = (0, 1, 2),
+    lam: float = 0.0,
+) -> list[dict[str, Any]]:
+    table = episodes.table
+    train, test = table.indices("train"), table.indices("test")
+    rows = []
+    for name, detail in RECORDED_SETUP.items():
+        title = TITLES[name] + detail
+        accuracies, rewards, costs = [], [], []
+        for seed in seeds:
+            weights = train_head(episodes, train, name, lam, cost_unit, budget, seed)
+            run = run_head(episodes, weights, title)
+            accuracies.append(100 * float(run.correct[test].mean()))
+            costs.append(float(run.cost[test].mean()) / cost_unit)
+            rewards.append(mean_reward(episodes, weights, test, lam, cost_unit))
+        rows.append(
+            {
+                "optimizer": title,
+                "episodes": 0 if name == "imitation" else budget.episodes,
+                "seeds": list(seeds),
+                "accuracy": accuracies,
+                "accuracy_mean": float(np.mean(accuracies)),
+                "accuracy_sd": float(np.std(accuracies)),
+                "reward_mean": float(np.mean(rewards)),
+                "cost_vs_best_single_mean": float(np.mean(costs)),
+            }
+        )
+    return rows
