@@ -6,6 +6,7 @@ episode is the deployed decision function played by the records runner (`Episode
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from dataclasses import dataclass
 
@@ -20,6 +21,7 @@ from consortium.evaluation.recorded.episodes import (
 )
 from consortium.evaluation.recorded.head import n_weights, rollout
 from consortium.evaluation.recorded.runs import PolicyRun
+from consortium.train.trinity.fit import Schedule, fit
 from consortium.train.trinity.optimizers import Outcome, make_optimizer
 
 
@@ -62,6 +64,50 @@ def mean_reward(
     return total / max(1, len(questions))
 
 
+@dataclass(frozen=True)
+class TurnsObjective:
+    """The recorded-turns setting for the fit loop: a minibatch of training questions per step;
+    ES and random search score a candidate by its greedy runs, REINFORCE by sampled runs with
+    the score-function gradient (mean-reward baseline)."""
+
+    episodes: Episodes
+    questions: np.ndarray
+    lam: float
+    cost_unit: float
+
+    @property
+    def n_params(self) -> int:
+        return n_weights(self.episodes)
+
+    def batch(self, size: int, step: int, rng: np.random.Generator) -> np.ndarray:
+        return rng.choice(self.questions, size=min(size, len(self.questions)), replace=False)
+
+    async def score(
+        self,
+        candidates: np.ndarray,
+        batch: np.ndarray,
+        step: int,
+        rng: np.random.Generator,
+        *,
+        sampled: bool,
+    ) -> Outcome:
+        episodes, lam, unit = self.episodes, self.lam, self.cost_unit
+        if not sampled:
+            return Outcome(
+                np.array([mean_reward(episodes, w, batch, lam, unit) for w in candidates])
+            )
+        rewards, grads = [], []
+        for weights in candidates:
+            for q in batch:
+                r = rollout(episodes, weights, int(q), rng, gradient=True)
+                rewards.append(reward(r.transcript, r.correct, lam, unit))
+                grads.append(r.gradient)
+        values = np.array(rewards)
+        advantage = values - values.mean()
+        gradient = np.sum([a * g for a, g in zip(advantage, grads, strict=True)], axis=0)
+        return Outcome(values, gradient, len(values))
+
+
 def train_head(
     episodes: Episodes,
     questions: np.ndarray,
@@ -72,33 +118,23 @@ def train_head(
     seed: int,
 ) -> np.ndarray:
     """Weights after `budget` episodes of `optimizer` ("es", "reinforce", "random",
-    "imitation") on the training questions; ES and random search score candidates by their greedy
-    runs on a shared minibatch, REINFORCE by sampled runs (score-function gradient, mean-reward
-    baseline, Adam)."""
-    dim = n_weights(episodes)
-    rng = np.random.default_rng(seed)
+    "imitation") on the training questions, by the one fit loop (`fit.fit`, one sequential
+    generator: each step draws its minibatch, then its candidates)."""
     if optimizer == "imitation":
         return imitate(episodes, questions, lam, cost_unit, seed)
     options = HeadOptions(popsize=budget.popsize, seed=seed)
-    opt = make_optimizer(optimizer, np.zeros(dim), options)  # type: ignore[arg-type]
-    for _ in range(budget.generations):
-        batch = rng.choice(questions, size=min(budget.minibatch, len(questions)), replace=False)
-        candidates = opt.ask(rng)
-        if optimizer == "reinforce":
-            rewards, grads = [], []
-            for weights in candidates:
-                for q in batch:
-                    r = rollout(episodes, weights, int(q), rng, gradient=True)
-                    rewards.append(reward(r.transcript, r.correct, lam, cost_unit))
-                    grads.append(r.gradient)
-            values = np.array(rewards)
-            advantage = values - values.mean()
-            gradient = np.sum([a * g for a, g in zip(advantage, grads, strict=True)], axis=0)
-            opt.tell(candidates, Outcome(values, gradient, len(values)))
-        else:
-            scores = np.array([mean_reward(episodes, w, batch, lam, cost_unit) for w in candidates])
-            opt.tell(candidates, Outcome(scores))
-    return np.asarray(opt.policy)
+    schedule = Schedule(
+        budget.generations, budget.popsize, budget.minibatch, seed, "sequential", "step"
+    )
+    state = asyncio.run(
+        fit(
+            TurnsObjective(episodes, questions, lam, cost_unit),
+            lambda start: make_optimizer(optimizer, start, options),  # type: ignore[arg-type]
+            schedule,
+            {"optimizer": optimizer, "lam": lam, "seed": seed},
+        )
+    )
+    return np.asarray(state.vector)
 
 
 def _actions(episodes: Episodes) -> list[tuple[int, int]]:
