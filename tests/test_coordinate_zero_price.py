@@ -164,7 +164,7 @@ def test_train_coordinator_selects_on_tokens_and_keeps_dollar_figures(tmp_path: 
     folder = zero_price_records(tmp_path / "zero")
     with pytest.raises(ConfigError, match="try --cost tokens or seconds"):
         fit_answer_policy("mot-cascade", folder)
-    policy = fit_answer_policy("mot-cascade", folder, cost="tokens")
+    policy = fit_answer_policy("mot-cascade", folder, cost="tokens").policy
     assert policy.selection.endswith("(cost in tokens)")
     assert policy.params["strong"] == "strong"
     assert policy.train.usd_per_question == 0.0  # the figures stay in dollars

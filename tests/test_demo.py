@@ -158,8 +158,8 @@ def test_the_team_demo_runs_the_folders_over_http_and_says_they_reproduce(tmp_pa
     console = Console(file=io.StringIO(), width=200)
     with pytest.raises(ConfigError, match=r"toy-single.*make teams"):
         run_team_demo([toy], policies, traces=f"sqlite:///{tmp_path}/t.db", out=None)
-    write_policy(policies / "toy-single", fit_answer_policy("single", toy))
-    write_policy(policies / "toy-vote", fit_answer_policy("vote", toy))
+    write_policy(policies / "toy-single", fit_answer_policy("single", toy).policy)
+    write_policy(policies / "toy-vote", fit_answer_policy("vote", toy).policy)
     write_policy(policies / "toy-team", fit_best_kind(toy))
     out = tmp_path / "demo.md"
     [section] = run_team_demo(

@@ -169,7 +169,7 @@ def test_tau_moves_from_the_current_cascade_and_answer_kinds(
     records task's from its records, another's from its grader; none for a replay's recorded
     verdicts."""
     fitted = tmp_path / "cascade"
-    trained = fit_answer_policy("mot-cascade", date_records)
+    trained = fit_answer_policy("mot-cascade", date_records).policy
     write_policy(
         fitted, trained.model_copy(update={"params": {**trained.params, "threshold": 0.6}})
     )

@@ -67,7 +67,7 @@ def test_a_policy_folder_over_http_reads_the_whole_answers_and_its_stated_figure
     records: Path, replay: Path, tmp_path: Path
 ) -> None:
     folder = tmp_path / "single"
-    write_policy(folder, fit_answer_policy("single", records))
+    write_policy(folder, fit_answer_policy("single", records).policy)
     assert read_policy(folder).models == ["strong"]
     result = run_evaluation(
         EvalConfig(

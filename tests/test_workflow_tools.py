@@ -198,7 +198,7 @@ async def measured(
 ) -> AsyncIterator[Measured]:
     folder = tmp_path_factory.mktemp("tools")
     tasks = records_tasks(str(gsm8k), "test")[0][:QUESTIONS]
-    policy = fit_answer_policy("scorer", gsm8k)  # fitted on the train split
+    policy = fit_answer_policy("scorer", gsm8k).policy  # fitted on the train split
     scorer = Scorer(tuple(policy.params["models"]), tuple(policy.params["weights"]))
     vote = WorkflowCoordinator(
         parse_workflow(ASK_THREE_THEN_VOTE, TRIO), "ask three, then vote", WorkflowExecutor()

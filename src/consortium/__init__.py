@@ -9,7 +9,8 @@ stays light):
 - tasks: `Task`, `Grade`, `Grader`, `load_task_set` (a `--tasks` spec);
 - the jobs as calls: `run_evaluation(EvalConfig)`, `run_evolve(EvolveRequest)`,
   `run_trinity_training(TrinityRequest)`, `fit_answer_policy` (an answer-aware team fitted on a
-  records folder) with `write_policy`; one level down, `evaluate_policies`;
+  records folder: its `.policy` and train standing) with `write_policy`; one level down,
+  `evaluate_policies`;
 - errors: `ConsortiumError` and its tree (`consortium.core.errors`).
 """
 

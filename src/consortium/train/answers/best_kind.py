@@ -21,7 +21,7 @@ from consortium.core.errors import ConfigError
 from consortium.evaluation.recorded.cost_measure import figure_label
 from consortium.evaluation.recorded.selection import Standing, choose, tie_text
 from consortium.records.store import load_records
-from consortium.train.answers.policy import FittedPolicy, fit_answer_policy, fit_policy
+from consortium.train.answers.policy import FittedPolicy, fit_answer_policy
 
 __all__ = ["AUTO", "candidate_kinds", "fit_best_kind", "fit_kind"]
 
@@ -50,7 +50,7 @@ def fit_kind(
         return fit_answer_policy(
             kind, records_folder, lam=lam, created_by=created_by, cost=cost, stop=stop,
             cache_dir=cache_dir,
-        )  # fmt: skip
+        ).policy  # fmt: skip
     if stop != "accept":
         raise ConfigError(f"--stop applies to --kind trinity only, not {kind}")
     return fit_best_kind(
@@ -74,7 +74,7 @@ def fit_best_kind(
     skipped: list[str] = []
     for kind in candidate_kinds(answer_kind):
         try:
-            one = fit_policy(
+            one = fit_answer_policy(
                 kind, records_folder, lam=lam, cost=cost, created_by=created_by, cache_dir=cache_dir
             )
         except ConfigError as error:  # a kind this pool cannot form (e.g. no cheaper model)

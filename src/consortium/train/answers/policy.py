@@ -160,35 +160,6 @@ class FittedPolicy:
     (the policy's figures are in dollars): what `--kind auto`'s tie rule reads."""
 
 
-def fit_answer_policy(
-    kind: str,
-    records_folder: Path,
-    *,
-    lam: float = 0.0,
-    created_by: str = "consortium",
-    cache_dir: Path | None = None,
-    cost: CostMeasure = "usd",
-    stop: str = "accept",
-    budget: Budget = TRINITY_BUDGET,
-) -> AnswerPolicy:
-    """The policy of `kind` fitted on the folder's train split, with its train and test figures.
-    Raises ConfigError (one line) for an unknown kind, an answer kind not served live, or a
-    kind that checks programs on records that hold none. For code, `cache_dir` keeps the
-    sandbox checks (the report's cache: `consortium coordinate --cache`). `cost` is what the
-    selection's cost is measured in (the figures stay in dollars). `stop` and `budget`: the
-    trinity kind's stop rule and training budget."""
-    return fit_policy(
-        kind,
-        records_folder,
-        lam=lam,
-        created_by=created_by,
-        cache_dir=cache_dir,
-        cost=cost,
-        stop=stop,
-        budget=budget,
-    ).policy
-
-
 def _check_options(kind: str, stop: str, lam: float) -> None:
     check_kind(kind, (*RULE_KINDS, *TURN_KINDS))
     if stop not in STOPS:
@@ -213,7 +184,7 @@ def _check_records(kind: str, records_folder: Path, manifest: Manifest) -> None:
         )
 
 
-def fit_policy(
+def fit_answer_policy(
     kind: str,
     records_folder: Path,
     *,
@@ -224,7 +195,13 @@ def fit_policy(
     stop: str = "accept",
     budget: Budget = TRINITY_BUDGET,
 ) -> FittedPolicy:
-    """`fit_answer_policy`'s policy, with its standing on the train split in `cost`."""
+    """The policy of `kind` fitted on the folder's train split, with its train and test figures,
+    and its standing on the train split in `cost` (what `--kind auto` compares). Raises
+    ConfigError (one line) for an unknown kind, an answer kind not served live, or a kind that
+    checks programs on records that hold none. For code, `cache_dir` keeps the sandbox checks
+    (the report's cache: `consortium coordinate --cache`). `cost` is what the selection's cost is
+    measured in (the figures stay in dollars). `stop` and `budget`: the trinity kind's stop rule
+    and training budget."""
     _check_options(kind, stop, lam)
     records = load_records(records_folder)
     manifest = records.manifest
