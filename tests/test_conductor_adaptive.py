@@ -10,14 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scripts.adaptive_reachable import (
-    LABEL,
-    agreement_with_pick,
-    distil_examples,
-    naming_the_pick,
-    pick,
-    workflow_family,
-)
 
 from consortium.coord.conductor.prompt import conductor_messages
 from consortium.coord.conductor.tools import WITHOUT_SCORER
@@ -31,6 +23,14 @@ from consortium.replay.pool import replay_pool
 from consortium.replay.records import load_records_replay
 from consortium.runtime.budget import Limits
 from consortium.tasks.base import Task
+from consortium.train.conductor.adaptive.families import (
+    LABEL,
+    agreement_with_pick,
+    distil_examples,
+    naming_the_pick,
+    pick,
+    workflow_family,
+)
 from consortium.train.conductor.grpo import training_rows
 from consortium.train.conductor.measure import (
     SetFigures,

@@ -1,4 +1,5 @@
-"""The markdown of reports/conductor-adaptive.md from the summary `conductor_adaptive.py` builds."""
+"""The adaptive conductor report (reports/conductor-adaptive.md and .json): the summary of what
+the pipeline's stages wrote in the work folder (`train.conductor.adaptive`), and its Markdown."""
 
 from __future__ import annotations
 
@@ -6,9 +7,14 @@ import json
 from collections import Counter
 from typing import Any
 
-from adaptive_reachable import LABEL as REACHABLE
-from adaptive_reachable import agreement_with_pick, counts_by_set, naming_the_pick
-from adaptive_team import LABEL as TEAM
+from consortium.train.conductor.adaptive.evaluate import TEAM, scored_from
+from consortium.train.conductor.adaptive.families import LABEL as REACHABLE
+from consortium.train.conductor.adaptive.families import (
+    agreement_with_pick,
+    counts_by_set,
+    naming_the_pick,
+)
+from consortium.train.conductor.adaptive.work import Work
 from consortium.train.conductor.measure import (
     FIXED,
     figures_by_set,
@@ -304,18 +310,8 @@ def markdown(summary: dict[str, Any], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def scored_json(scores: list[Scored]) -> list[dict[str, Any]]:
-    return [s.__dict__ | {"shape": list(s.shape) if s.shape else None} for s in scores]
-
-
-def scored_from(rows: list[dict[str, Any]]) -> list[Scored]:
-    return [Scored(**(r | {"shape": tuple(r["shape"]) if r["shape"] else None})) for r in rows]
-
-
-def summary_of(work: Any) -> dict[str, Any]:
-    # work: conductor_adaptive.Work (args, root, test), which imports this module
+def summary_of(work: Work) -> dict[str, Any]:
     """Everything the report shows, from what the stages wrote."""
-    args = work.args
     evaluated = json.loads((work.root / "eval" / "scores.json").read_text())
     task_of = {t.id: t for t in work.test.tasks}
     tasks = [task_of[i] for i in evaluated["task_ids"]]
@@ -339,7 +335,7 @@ def summary_of(work: Any) -> dict[str, Any]:
     test_sets = [t.meta["dataset"] for t in tasks]
     conductors = [k for k in evaluated["texts"] if k not in BASELINES]
     shapes = {
-        label: shape_test(labels(found, test_sets), seed=args.seed)
+        label: shape_test(labels(found, test_sets), seed=work.request.seed)
         for label, found in scores.items()
         if label not in BASELINES
     }
@@ -372,7 +368,7 @@ def summary_of(work: Any) -> dict[str, Any]:
     }
     return {
         "sets": {name: info.__dict__ for name, info in work.test.sets.items()},
-        "settings": {k: v for k, v in vars(args).items() if k not in ("work", "out")},
+        "settings": work.request.settings(),
         "figures": {k: {n: f.__dict__ for n, f in v.items()} for k, v in figures.items()},
         "versus_best": versus_best,
         "shapes": {k: v.__dict__ for k, v in shapes.items()},

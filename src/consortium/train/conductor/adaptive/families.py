@@ -2,7 +2,8 @@
 workflows over a set's models, the one with the best mean reward on training questions at a λ,
 then measured on test questions. No conductor writes it: it shows whether a target is out of the
 pool's reach or only out of a conductor's. Picked on train only; test questions never steer the
-pick. Used by `conductor_adaptive.py` (a row of its report) and `conductor_reachable.py`."""
+pick. Used by the adaptive pipeline (a row of its report, what `distil` teaches) and
+`scripts/conductor_reachable.py`."""
 
 from __future__ import annotations
 
@@ -12,9 +13,12 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from itertools import combinations, permutations, product
+from pathlib import Path
 from typing import Any
 
 from consortium.coord.conductor.workflow import Workflow, WorkflowError, build, written_lists
+from consortium.pool.config import PoolConfig
+from consortium.runtime.budget import Limits
 from consortium.tasks.base import Task
 from consortium.train.conductor.mixed_pool import MixedTasks
 from consortium.train.conductor.workflow_reward import (
@@ -89,6 +93,39 @@ def pick(scores: Scores, cost_weight: float) -> dict[str, str]:
         return reward / len(found), -sum(s.cost for _, s in found)
 
     return {name: max(by, key=lambda m: merit(by[m])) for name, by in scores.items()}
+
+
+def reward_of(
+    pool: PoolConfig, tasks: MixedTasks, cost_weight: float, *, max_steps: int = 5
+) -> WorkflowReward:
+    """The reward; `max_steps` above 5 for the baselines (a vote over six models is 7 steps)."""
+    return WorkflowReward(
+        pool,
+        tasks.tasks,
+        tasks.grader,
+        cost_weight=cost_weight,
+        max_steps=max_steps,
+        task_limits=Limits(max_calls=max_steps),
+    )
+
+
+def train_picks(
+    root: Path, train: MixedTasks, pool: PoolConfig, cost_weight: float
+) -> dict[str, str]:
+    """Per data set, the fixed workflow picked on the training questions at `cost_weight`
+    (`pick`): the report's `fixed, picked on train` row and what `distil` teaches. Kept in
+    ROOT/eval/picked-on-train-lλ.json once made."""
+    kept = root / "eval" / f"picked-on-train-l{cost_weight:g}.json"
+    if not kept.exists():
+        kept.parent.mkdir(exist_ok=True)
+        picking = reward_of(pool, train, 0.0, max_steps=10)
+        try:
+            picks = pick(family_scores(picking, train), cost_weight)
+        finally:
+            picking.close()
+        kept.write_text(json.dumps(picks, indent=1))
+    found: dict[str, str] = json.loads(kept.read_text())
+    return found
 
 
 def picked_workflows(picks: dict[str, str], tasks: MixedTasks) -> dict[str, Workflow]:
