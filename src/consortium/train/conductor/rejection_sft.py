@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from consortium.train.conductor.grpo import prompt_schedule
+from consortium.train.conductor.grpo import GRPOSettings, prompt_schedule
 from consortium.train.conductor.workflow_reward import Scored, WorkflowReward
 from consortium.train.conductor.workflow_sampling import Sampler
 from consortium.train.conductor.workflow_sft import WarmStartSettings, fine_tune
@@ -53,6 +53,25 @@ class RejectionSettings:
     @property
     def rollouts(self) -> int:
         return self.rounds * self.questions_per_round * self.samples
+
+    @classmethod
+    def on_budget_of(
+        cls, grpo: GRPOSettings, learning_rate: float, *, contrastive: bool = False
+    ) -> RejectionSettings:
+        """RFT on GRPO's rollout budget, sampled alike: a round per GRPO step, its questions per
+        step, its group size as samples per question, its temperature, min-p, completion
+        length and seed."""
+        return cls(
+            rounds=grpo.steps,
+            questions_per_round=grpo.questions_per_step,
+            samples=grpo.group_size,
+            learning_rate=learning_rate,
+            temperature=grpo.temperature,
+            min_p=grpo.min_p,
+            max_completion_length=grpo.max_completion_length,
+            seed=grpo.seed,
+            contrastive=contrastive,
+        )
 
 
 def best_kept(

@@ -68,7 +68,6 @@ def train_conductor_in_stages(
     > 0). Returns the summary written to OUT/stages.json: the base, the model each stage wrote,
     and the valid-workflow rate on `held_out` (its first `settings.held_out` tasks) of the base
     and after each stage."""
-    hooks = callbacks or StageCallbacks()
     out_dir.mkdir(parents=True, exist_ok=True)
     summary_path = out_dir / "stages.json"
     summary: dict[str, Any] = (
@@ -78,106 +77,125 @@ def train_conductor_in_stages(
     summary.update({"base_model": model, "settings": asdict(settings)})
     summary.setdefault("validity", {})
     summary.setdefault("seconds", {})
-    tokenizer = load_tokenizer(model)
-    chat = bool(getattr(tokenizer, "chat_template", None))
-    grpo = settings.grpo
+    run = _StagedRun(
+        pool, tasks, grader, out_dir, settings, resume, callbacks or StageCallbacks(), jobs,
+        summary, load_tokenizer(model),
+    )  # fmt: skip
+    run.held_rows = run.rows_of(list(held_out)[: settings.held_out], settings.grpo.seed + 1)
+    if settings.held_out and len(run.held_rows) < settings.held_out:
+        raise ConfigError(
+            f"{settings.held_out} held-out questions asked; the held-out tasks have "
+            f"{len(run.held_rows)}"
+        )
+    run.measure("base", model)
+    if settings.warm_start.steps > 0:
+        model = run.warm_start(model)
+    if settings.grpo.steps > 0 and settings.method == "rft":
+        run.rft(model)
+    elif settings.grpo.steps > 0:
+        run.grpo(model)
+    summary_path.write_text(json.dumps(summary, indent=2))
+    return summary
 
-    def rows_of(questions: Sequence[Task], seed: int) -> list[dict[str, Any]]:
+
+@dataclass
+class _StagedRun:
+    """One staged run's inputs and its summary, which each stage and measurement updates."""
+
+    pool: PoolConfig
+    tasks: Sequence[Task]
+    grader: Grader
+    out_dir: Path
+    settings: StagedSettings
+    resume: bool
+    hooks: StageCallbacks
+    jobs: Executor
+    summary: dict[str, Any]
+    tokenizer: Any
+    held_rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def rows_of(self, questions: Sequence[Task], seed: int) -> list[dict[str, Any]]:
+        grpo = self.settings.grpo
         return training_rows(
             questions,
-            pool,
+            self.pool,
             min_workers=grpo.min_workers,
             max_steps=grpo.max_steps,
             seed=seed,
-            chat=chat,
-            tokenizer=tokenizer,
+            chat=bool(getattr(self.tokenizer, "chat_template", None)),
+            tokenizer=self.tokenizer,
             examples=grpo.examples,
         )
 
-    held_rows = rows_of(list(held_out)[: settings.held_out], grpo.seed + 1)
-    if settings.held_out and len(held_rows) < settings.held_out:
-        raise ConfigError(
-            f"{settings.held_out} held-out questions asked; the held-out tasks have "
-            f"{len(held_rows)}"
-        )
+    def _stage(self, name: str, units: int) -> float:
+        if self.hooks.on_stage:
+            self.hooks.on_stage(name, units)
+        return time.perf_counter()
 
-    def measure(stage: str, model_dir: str) -> None:
-        if not held_rows or stage in summary["validity"]:
+    def measure(self, stage: str, model_dir: str) -> None:
+        """The valid-workflow rate of `model_dir` on the held-out rows, once per stage."""
+        if not self.held_rows or stage in self.summary["validity"]:
             return
-        if hooks.on_stage:
-            hooks.on_stage(f"valid workflows ({stage})", len(held_rows))
+        self._stage(f"valid workflows ({stage})", len(self.held_rows))
         validity = workflow_validity(
             model_dir,
-            held_rows,
-            max_steps=grpo.max_steps,
-            max_new_tokens=grpo.max_completion_length,
-            on_batch=hooks.on_advance,
+            self.held_rows,
+            max_steps=self.settings.grpo.max_steps,
+            max_new_tokens=self.settings.grpo.max_completion_length,
+            on_batch=self.hooks.on_advance,
         )
-        summary["validity"][stage] = _validity_row(validity)
-        summary_path.write_text(json.dumps(summary, indent=2))
+        self.summary["validity"][stage] = _validity_row(validity)
+        (self.out_dir / "stages.json").write_text(json.dumps(self.summary, indent=2))
 
-    measure("base", model)
-    if settings.warm_start.steps > 0:
-        sft_dir = out_dir / "warm-start"
-        if not (resume and (sft_dir / "config.json").is_file()):
-            if hooks.on_stage:
-                hooks.on_stage("warm start (SFT)", settings.warm_start.steps)
-            started = time.perf_counter()
-            warm_start(
-                model, rows_of(tasks, grpo.seed), sft_dir, settings.warm_start, on_log=_sft(hooks)
-            )
-            summary["seconds"]["warm start"] = round(time.perf_counter() - started, 1)
-        model = str(sft_dir)
-        summary["warm_start_model"] = model
-        measure("warm start", model)
-    if grpo.steps > 0 and settings.method == "rft":
-        if hooks.on_stage:
-            hooks.on_stage("RFT", grpo.steps)
-        started = time.perf_counter()
+    def warm_start(self, model: str) -> str:
+        """SFT into OUT/warm-start (kept on resume); the warm-started model."""
+        sft_dir = self.out_dir / "warm-start"
+        if not (self.resume and (sft_dir / "config.json").is_file()):
+            started = self._stage("warm start (SFT)", self.settings.warm_start.steps)
+            rows = self.rows_of(self.tasks, self.settings.grpo.seed)
+            warm_start(model, rows, sft_dir, self.settings.warm_start, on_log=_sft(self.hooks))
+            self.summary["seconds"]["warm start"] = round(time.perf_counter() - started, 1)
+        self.summary["warm_start_model"] = str(sft_dir)
+        self.measure("warm start", str(sft_dir))
+        return str(sft_dir)
+
+    def rft(self, model: str) -> None:
+        grpo = self.settings.grpo
+        started = self._stage("RFT", grpo.steps)
         reward = WorkflowReward(
-            pool, tasks, grader, max_steps=grpo.max_steps, jobs=jobs, cost_weight=grpo.cost_weight
-        )
+            self.pool, self.tasks, self.grader, max_steps=grpo.max_steps, jobs=self.jobs,
+            cost_weight=grpo.cost_weight,
+        )  # fmt: skip
         try:
             rejection_sft(
                 model,
-                rows_of(tasks, grpo.seed),
+                self.rows_of(self.tasks, grpo.seed),
                 reward,
-                out_dir,
-                RejectionSettings(
-                    rounds=grpo.steps,
-                    questions_per_round=grpo.questions_per_step,
-                    samples=grpo.group_size,
-                    learning_rate=settings.rft_learning_rate,
-                    temperature=grpo.temperature,
-                    max_completion_length=grpo.max_completion_length,
-                    seed=grpo.seed,
-                ),
-                resume=resume,
-                on_log=hooks.on_grpo_log,
+                self.out_dir,
+                RejectionSettings.on_budget_of(grpo, self.settings.rft_learning_rate),
+                resume=self.resume,
+                on_log=self.hooks.on_grpo_log,
             )
         finally:
             reward.close()
-        summary["seconds"]["rft"] = round(time.perf_counter() - started, 1)
-        measure("rft", str(out_dir / "model"))
-    elif grpo.steps > 0:
-        if hooks.on_stage:
-            hooks.on_stage("GRPO", grpo.steps)
-        started = time.perf_counter()
-        summary["grpo"] = train_conductor(
+        self.summary["seconds"]["rft"] = round(time.perf_counter() - started, 1)
+        self.measure("rft", str(self.out_dir / "model"))
+
+    def grpo(self, model: str) -> None:
+        started = self._stage("GRPO", self.settings.grpo.steps)
+        self.summary["grpo"] = train_conductor(
             model,
-            pool,
-            tasks,
-            grader,
-            out_dir,
-            grpo,
-            resume=resume,
-            on_log=hooks.on_grpo_log,
-            jobs=jobs,
+            self.pool,
+            self.tasks,
+            self.grader,
+            self.out_dir,
+            self.settings.grpo,
+            resume=self.resume,
+            on_log=self.hooks.on_grpo_log,
+            jobs=self.jobs,
         )
-        summary["seconds"]["grpo"] = round(time.perf_counter() - started, 1)
-        measure("grpo", str(out_dir / "model"))
-    summary_path.write_text(json.dumps(summary, indent=2))
-    return summary
+        self.summary["seconds"]["grpo"] = round(time.perf_counter() - started, 1)
+        self.measure("grpo", str(self.out_dir / "model"))
 
 
 def _sft(hooks: StageCallbacks) -> Callable[[dict[str, float]], None]:

@@ -149,35 +149,33 @@ def stage_train(work: Work, pool: PoolConfig) -> None:
             _keep_seconds(out, started)
 
 
-def _sampling(request: AdaptiveRequest) -> dict[str, Any]:
-    """What GRPO and RFT share: how a rollout is sampled."""
-    return {
-        "max_completion_length": request.max_completion,
-        "seed": request.seed,
-        "temperature": request.temperature,
-        "min_p": request.min_p,
-    }
+def _rl_settings(request: AdaptiveRequest, cost_weight: float) -> GRPOSettings:
+    """GRPO's budget and sampling at `cost_weight`; RFT spends the same budget
+    (`RejectionSettings.on_budget_of`)."""
+    groups = request.rollouts // request.group_size
+    return GRPOSettings(
+        steps=groups // request.questions_per_step,
+        questions_per_step=request.questions_per_step,
+        group_size=request.group_size,
+        learning_rate=request.grpo_lr,
+        save_steps=1,
+        cost_weight=cost_weight,
+        examples=False,
+        max_completion_length=request.max_completion,
+        seed=request.seed,
+        temperature=request.temperature,
+        min_p=request.min_p,
+    )
 
 
 def _grpo(work: Work, pool: PoolConfig, cost_weight: float, out: Path) -> None:
-    request = work.request
-    groups = request.rollouts // request.group_size
     train_conductor(
         str(work.warm_dir),
         pool,
         work.train.tasks,
         work.train.grader,
         out,
-        GRPOSettings(
-            steps=groups // request.questions_per_step,
-            questions_per_step=request.questions_per_step,
-            group_size=request.group_size,
-            learning_rate=request.grpo_lr,
-            save_steps=1,
-            cost_weight=cost_weight,
-            examples=False,
-            **_sampling(request),
-        ),
+        _rl_settings(work.request, cost_weight),
         resume=True,
         on_log=lambda row: say(f"GRPO {json.dumps(row)}"),
     )
@@ -185,7 +183,11 @@ def _grpo(work: Work, pool: PoolConfig, cost_weight: float, out: Path) -> None:
 
 def _rft(work: Work, pool: PoolConfig, cost_weight: float, out: Path) -> None:
     request = work.request
-    groups = request.rollouts // request.group_size
+    settings = RejectionSettings.on_budget_of(
+        _rl_settings(request, cost_weight),
+        request.rft_lr,
+        contrastive=request.rft_kept == "contrastive",
+    )
     reward = reward_of(pool, work.train, cost_weight)
     try:
         rejection_sft(
@@ -193,14 +195,7 @@ def _rft(work: Work, pool: PoolConfig, cost_weight: float, out: Path) -> None:
             work.rows(work.train, pool, request.seed),
             reward,
             out,
-            RejectionSettings(
-                rounds=groups // request.questions_per_step,
-                questions_per_round=request.questions_per_step,
-                samples=request.group_size,
-                learning_rate=request.rft_lr,
-                contrastive=request.rft_kept == "contrastive",
-                **_sampling(request),
-            ),
+            settings,
             resume=True,
             on_log=lambda row: say(f"RFT {json.dumps(row)}"),
         )
