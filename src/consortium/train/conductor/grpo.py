@@ -157,39 +157,14 @@ def train_conductor(
     # on, so it sees what an uninterrupted run would (the trainer restores its RNG states).
     schedule = prompt_schedule(rows, settings.steps * settings.questions_per_step, settings.seed)
     done = int(checkpoint.name.rsplit("-", 1)[1]) * settings.questions_per_step if checkpoint else 0
-    if not resume:
-        log_path.write_text("")
-    elif log_path.exists():
-        # Steps logged after the last checkpoint are trained again; their rows go.
-        last = int(checkpoint.name.rsplit("-", 1)[1]) if checkpoint else 0
-        rows = [json.loads(line) for line in log_path.read_text().splitlines() if line]
-        log_path.write_text("".join(json.dumps(r) + "\n" for r in rows if r["step"] <= last))
+    _trim_log(log_path, checkpoint, resume)
 
     def shares() -> dict[str, float]:
         """The latest batch's shares of parsed and right workflows, beside TRL's reward."""
         last = reward.history[-1] if reward.history else {}
         return {k: v for k, v in last.items() if k != "mean"}
 
-    args = GRPOConfig(
-        output_dir=str(out_dir / "checkpoints"),
-        max_steps=settings.steps,
-        per_device_train_batch_size=settings.group_size,
-        gradient_accumulation_steps=settings.questions_per_step,
-        num_generations=settings.group_size,
-        max_completion_length=settings.max_completion_length,
-        temperature=settings.temperature,
-        min_p=settings.min_p or None,
-        learning_rate=settings.learning_rate,
-        lr_scheduler_type="cosine",
-        warmup_steps=0.03,  # a ratio of the total steps
-        beta=0.0,
-        save_strategy="steps",
-        save_steps=settings.save_steps,
-        seed=settings.seed,
-        **device_args(),
-        shuffle_dataset=False,  # the schedule above is already shuffled, epoch by epoch
-        ignore_data_skip=True,  # skipping is done by dropping trained prompts from the schedule
-    )
+    args = GRPOConfig(**_trainer_args(settings, out_dir))
     trainer = GRPOTrainer(
         model=base_model,
         processing_class=tokenizer,
@@ -216,3 +191,39 @@ def train_conductor(
     }
     (out_dir / "conductor.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def _trim_log(log_path: Path, checkpoint: Path | None, resume: bool) -> None:
+    """A fresh run starts an empty log; a resumed one drops the rows of the steps logged after
+    its last checkpoint (they are trained again)."""
+    if not resume:
+        log_path.write_text("")
+    elif log_path.exists():
+        last = int(checkpoint.name.rsplit("-", 1)[1]) if checkpoint else 0
+        rows = [json.loads(line) for line in log_path.read_text().splitlines() if line]
+        log_path.write_text("".join(json.dumps(r) + "\n" for r in rows if r["step"] <= last))
+
+
+def _trainer_args(settings: GRPOSettings, out_dir: Path) -> dict[str, Any]:
+    """TRL's `GRPOConfig` for the settings: a step is `questions_per_step` prompts of
+    `group_size` completions each, checkpointed every `save_steps` into OUT/checkpoints."""
+    return {
+        "output_dir": str(out_dir / "checkpoints"),
+        "max_steps": settings.steps,
+        "per_device_train_batch_size": settings.group_size,
+        "gradient_accumulation_steps": settings.questions_per_step,
+        "num_generations": settings.group_size,
+        "max_completion_length": settings.max_completion_length,
+        "temperature": settings.temperature,
+        "min_p": settings.min_p or None,
+        "learning_rate": settings.learning_rate,
+        "lr_scheduler_type": "cosine",
+        "warmup_steps": 0.03,  # a ratio of the total steps
+        "beta": 0.0,
+        "save_strategy": "steps",
+        "save_steps": settings.save_steps,
+        "seed": settings.seed,
+        **device_args(),
+        "shuffle_dataset": False,  # the prompt schedule is already shuffled, epoch by epoch
+        "ignore_data_skip": True,  # skipping is done by dropping trained prompts from the schedule
+    }
