@@ -35,7 +35,8 @@ from pathlib import Path
 from consortium.core.errors import ConfigError, ConsortiumError
 from consortium.demo.served_team import ReplayedRecords, served_team_scores
 from consortium.records.errors import RecordsError
-from consortium.reports.conductor_adaptive import markdown, summary_of
+from consortium.reports.conductor_adaptive.markdown import markdown
+from consortium.reports.conductor_adaptive.summary import summary_of
 from consortium.train.conductor.adaptive.request import FOLDERS, AdaptiveRequest
 from consortium.train.conductor.adaptive.run import run_adaptive
 from made_by import made_by

@@ -1,30 +1,13 @@
-"""The adaptive conductor report (reports/conductor-adaptive.md and .json): the summary of what
-the pipeline's stages wrote in the work folder (`train.conductor.adaptive`), and its Markdown."""
+"""The Markdown of reports/conductor-adaptive.md from the summary (`summary.summary_of`)."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from typing import Any
 
-from consortium.train.conductor.adaptive.evaluate import TEAM, scored_from
-from consortium.train.conductor.adaptive.families import LABEL as REACHABLE
-from consortium.train.conductor.adaptive.families import (
-    agreement_with_pick,
-    counts_by_set,
-    naming_the_pick,
-)
-from consortium.train.conductor.adaptive.work import Work
-from consortium.train.conductor.measure import (
-    FIXED,
-    figures_by_set,
-    paired_difference,
-    shape_label,
-    shape_test,
-)
-from consortium.train.conductor.workflow_reward import Scored
-
-BASELINES = ("best single", "vote (all)", *FIXED, REACHABLE, TEAM)
+from consortium.reports.conductor_adaptive.summary import BASELINES
+from consortium.train.conductor.adaptive.families import counts_by_set
+from consortium.train.conductor.measure import FIXED
 
 
 def _p(value: float | None) -> str:
@@ -148,6 +131,18 @@ def subset_sizes(summary: dict[str, Any]) -> str:
 
 
 def markdown(summary: dict[str, Any], command: str) -> str:
+    lines = [
+        *_intro(summary, command),
+        *_sampled_shapes(summary),
+        *_test_table(summary),
+        *_targets_and_training(summary),
+        *_examples(summary),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _intro(summary: dict[str, Any], command: str) -> list[str]:
+    """The title, the pool, the data sets and the budget."""
     settings = summary["settings"]
     sets = summary["sets"]
     lines = [
@@ -195,7 +190,12 @@ def markdown(summary: dict[str, Any], command: str) -> str:
     if summary.get("provenance"):
         lines += ["How this work folder was made (WORK/PROVENANCE.md):", ""]
         lines += [summary["provenance"], ""]
-    lines += [
+    return lines
+
+
+def _sampled_shapes(summary: dict[str, Any]) -> list[str]:
+    """The shapes the warm start samples at temperature 1."""
+    lines: list[str] = [
         "## Shapes sampled after the warm start (temperature 1, training questions)",
         "",
     ]
@@ -211,7 +211,13 @@ def markdown(summary: dict[str, Any], command: str) -> str:
         shown = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items()))
         lines.append(f"- {key}: {shown or '—'}")
     lines += ["", *shape_rows(summary["shapes_sampled_warm"]), ""]
-    lines += [
+    return lines
+
+
+def _test_table(summary: dict[str, Any]) -> list[str]:
+    """Every conductor and baseline on the test subset, per data set."""
+    sets = summary["sets"]
+    lines: list[str] = [
         "## Test subset: accuracy, $ and calls per question",
         "",
         "Difference vs best single: accuracy points with a 95% paired bootstrap interval. "
@@ -278,7 +284,13 @@ def markdown(summary: dict[str, Any], command: str) -> str:
             "Test workflows whose `<think>` line names the set's pick (the team, by model name, "
             "before a worker number is written): " + counts_by_set(named),
         ]
-    lines += ["", "## Targets", "", *target_lines(summary)]
+    return lines
+
+
+def _targets_and_training(summary: dict[str, Any]) -> list[str]:
+    """The targets, the greedy shapes per set and the reward per rollout."""
+    settings = summary["settings"]
+    lines: list[str] = ["", "## Targets", "", *target_lines(summary)]
     lines += ["", "## Workflow shapes per data set on the test subset (greedy)", ""]
     for label, test in summary["shapes"].items():
         lines += [f"### {label}", "", *shape_rows(test), ""]
@@ -298,7 +310,12 @@ def markdown(summary: dict[str, Any], command: str) -> str:
             f"rounds on this shared machine), so 800 rollouts would take about "
             f"{800 * per_rollout / 3600:.1f} h per training run.",
         ]
-    lines += ["", "## Example workflows (greedy, test subset)", ""]
+    return lines
+
+
+def _examples(summary: dict[str, Any]) -> list[str]:
+    """Example workflows of each conductor but the base."""
+    lines: list[str] = ["", "## Example workflows (greedy, test subset)", ""]
     for label, by_set in summary["examples"].items():
         if label == "base":
             continue
@@ -307,83 +324,4 @@ def markdown(summary: dict[str, Any], command: str) -> str:
             for text in texts[:10]:
                 lines += ["```", text.strip(), "```"]
             lines.append("")
-    return "\n".join(lines) + "\n"
-
-
-def summary_of(work: Work) -> dict[str, Any]:
-    """Everything the report shows, from what the stages wrote."""
-    evaluated = json.loads((work.root / "eval" / "scores.json").read_text())
-    task_of = {t.id: t for t in work.test.tasks}
-    tasks = [task_of[i] for i in evaluated["task_ids"]]
-    scores = {label: scored_from(rows) for label, rows in evaluated["scores"].items()}
-    figures = {label: figures_by_set(tasks, found) for label, found in scores.items()}
-    versus_best: dict[str, dict[str, tuple[float, float, float]]] = {}
-    for label, found in scores.items():
-        versus_best[label] = {}
-        for name in work.test.sets:
-            picked = [i for i, t in enumerate(tasks) if t.meta["dataset"] == name]
-            versus_best[label][name] = paired_difference(
-                [found[i].right for i in picked], [scores["best single"][i].right for i in picked]
-            )
-
-    def labels(found: list[Scored], datasets: list[str]) -> dict[str, list[str]]:
-        grouped: dict[str, list[str]] = {}
-        for name, scored in zip(datasets, found, strict=True):
-            grouped.setdefault(name, []).append(shape_label(scored))
-        return grouped
-
-    test_sets = [t.meta["dataset"] for t in tasks]
-    conductors = [k for k in evaluated["texts"] if k not in BASELINES]
-    shapes = {
-        label: shape_test(labels(found, test_sets), seed=work.request.seed)
-        for label, found in scores.items()
-        if label not in BASELINES
-    }
-    sampled = json.loads((work.root / "shapes-warm.json").read_text())
-    warm_sampled = shape_test(
-        labels(
-            [
-                Scored(0.0, r["valid"], shape=tuple(r["shape"]) if r["shape"] else None)
-                for r in sampled["scores"]
-            ],
-            sampled["datasets"],
-        )
-    )
-    examples: dict[str, dict[str, list[str]]] = {}
-    for label, found in evaluated["texts"].items():
-        if label in BASELINES:
-            continue
-        examples[label] = {}
-        for task, text in zip(tasks, found, strict=True):
-            examples[label].setdefault(task.meta["dataset"], []).append(text)
-    logs = {}
-    for path in sorted(work.root.glob("*-l*")):
-        log = path / ("rewards.jsonl" if path.name.startswith("grpo") else "rounds.jsonl")
-        if log.exists():
-            logs[path.name] = [json.loads(line) for line in log.read_text().splitlines() if line]
-    provenance = work.root / "PROVENANCE.md"
-    seconds = {
-        path.parent.name: json.loads(path.read_text())["seconds"]
-        for path in sorted(work.root.glob("*/seconds.json"))
-    }
-    return {
-        "sets": {name: info.__dict__ for name, info in work.test.sets.items()},
-        "settings": work.request.settings(),
-        "figures": {k: {n: f.__dict__ for n, f in v.items()} for k, v in figures.items()},
-        "versus_best": versus_best,
-        "shapes": {k: v.__dict__ for k, v in shapes.items()},
-        "shapes_sampled_warm": warm_sampled.__dict__,
-        "sampled_warm": sampled,
-        "examples": examples,
-        "logs": logs,
-        "seconds": seconds,
-        "provenance": provenance.read_text().strip() if provenance.is_file() else None,
-        "team_kinds": evaluated.get("team_kinds", {}),
-        "picked": evaluated.get("picked_on_train", {}),
-        "agrees_with_pick": agreement_with_pick(
-            evaluated["texts"], test_sets, conductors, evaluated.get("workers")
-        ),
-        "names_pick": naming_the_pick(
-            evaluated["texts"], test_sets, evaluated.get("picked_on_train", {}), conductors
-        ),
-    }
+    return lines
