@@ -4,6 +4,7 @@ each checked against its own worker subset by the parser the executor uses."""
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -11,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from consortium.coord.conductor.workflow import WorkflowError, parse_workflow
-from consortium.core.errors import ConfigError
-from consortium.core.quiet import quiet_transformers
-from consortium.pool.local import prompt_text
+from consortium.train.conductor.workflow_reward import step_counts
+from consortium.train.conductor.workflow_sampling import Sampler
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,8 @@ class Validity:
 def workflow_shape(text: str, workers: Sequence[str], *, max_steps: int = 5) -> WorkflowShape:
     """The shape of the workflow `text` writes for `workers`; the parser's error if invalid."""
     steps = parse_workflow(text, workers, max_steps=max_steps).steps
-    called = {step.model for step in steps if not step.tool}
-    return WorkflowShape(len(steps), len(called), steps[-1].model)
+    n_steps, models, _ = step_counts(steps)
+    return WorkflowShape(n_steps, models, steps[-1].model)
 
 
 def workflow_validity(
@@ -61,54 +61,33 @@ def workflow_validity(
     on_batch: Callable[[int], None] | None = None,
 ) -> Validity:
     """Greedy-decode one workflow per prompt row (`training_rows`) with the model in
-    `model_dir` and count those `parse_workflow` accepts for the row's workers."""
-    import time
-
-    try:
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-    except ImportError as error:
-        raise ConfigError(
-            f"measuring workflows needs pip install 'consortium[coord]' ({error.name} missing)"
-        ) from None
-    quiet_transformers()
+    `model_dir` (`Sampler`, `batch_size` rows at a time) and count those `parse_workflow`
+    accepts for the row's workers."""
     started = time.perf_counter()
-    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-    tokenizer.padding_side = "left"
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(str(model_dir))
+    sampler = Sampler.load(model_dir)
+    done = 0
+
+    def advance(index: int) -> None:
+        nonlocal done
+        if on_batch is not None:
+            on_batch(index + 1 - done)
+        done = index + 1
+
+    completions = sampler.complete(
+        rows, max_new_tokens=max_new_tokens, batch_size=batch_size, on_row=advance
+    )
     result = Validity(n=len(rows), valid=0)
     errors: Counter[str] = Counter()
-    for start in range(0, len(rows), batch_size):
-        batch = rows[start : start + batch_size]
-        texts = [
-            r["prompt"] if isinstance(r["prompt"], str) else prompt_text(tokenizer, r["prompt"])
-            for r in batch
-        ]
-        encoded = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-        with torch.no_grad():
-            output = model.generate(
-                input_ids=encoded["input_ids"],
-                attention_mask=encoded["attention_mask"],
-                max_new_tokens=max_new_tokens,
-                do_sample=False,
-                pad_token_id=tokenizer.pad_token_id,
-            )
-        width = encoded["input_ids"].shape[1]
-        for row, tokens in zip(batch, output, strict=True):
-            text = str(tokenizer.decode(tokens[width:], skip_special_tokens=True))
-            if len(result.samples) < keep_samples:
-                result.samples.append(text)
-            try:
-                shape = workflow_shape(text, json.loads(row["workers"]), max_steps=max_steps)
-            except WorkflowError as error:
-                errors[type(error).__name__] += 1
-            else:
-                result.valid += 1
-                result.shapes[row["task_id"]] = shape
-        if on_batch is not None:
-            on_batch(len(batch))
+    for row, (text,) in zip(rows, completions, strict=True):
+        if len(result.samples) < keep_samples:
+            result.samples.append(text)
+        try:
+            shape = workflow_shape(text, json.loads(row["workers"]), max_steps=max_steps)
+        except WorkflowError as error:
+            errors[type(error).__name__] += 1
+        else:
+            result.valid += 1
+            result.shapes[row["task_id"]] = shape
     result.errors = dict(errors)
     result.seconds = time.perf_counter() - started
     return result
