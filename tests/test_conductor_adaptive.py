@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from consortium.coord.conductor.prompt import conductor_messages
+from consortium.coord.conductor.templates import workflow_family
 from consortium.coord.conductor.tools import WITHOUT_SCORER
 from consortium.coord.conductor.workflow import parse_workflow
 from consortium.pool.config import PoolConfig
@@ -29,7 +30,6 @@ from consortium.train.conductor.adaptive.families import (
     distil_examples,
     naming_the_pick,
     pick,
-    workflow_family,
 )
 from consortium.train.conductor.grpo import training_rows
 from consortium.train.conductor.measure import (

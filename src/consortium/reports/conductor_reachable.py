@@ -1,25 +1,18 @@
-"""What one fixed workflow per data set reaches on the mixed records pool of
-`conductor_adaptive.py`, at each λ of its reward: the family member (each model alone, each
-ordered pair then `check`, each model three times then `vote` or `check`, every model then
-`vote`, and cascades through `accept`) with the best mean reward on training questions, measured
-on each set's whole test split against the set's best single model (picked on train), with a
-paired bootstrap interval. No conductor is involved: this is what a conductor writing one
-workflow per set could reach with this pool and reward, and it says at which λ the adaptive
-report's cost target is in reach. Made by `scripts/conductor_reachable.py`
-(reports/conductor-reachable.md and .json). Replay of recorded outputs: a step's answer is
-its model's recorded sample whatever it is told (declared simulation).
-"""
+"""The reachable report (reports/conductor-reachable.md and .json, `scripts/conductor_reachable.py`
+says what it measures): per data set and pick rule, the fixed workflow (`workflow_family`) picked
+on the training questions, measured on the set's whole test split against its best single model
+with a paired bootstrap interval, and whether the adaptive report's targets are in reach."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from consortium.coord.conductor.templates import workflow_family
 from consortium.train.conductor.adaptive.families import (
     Scores,
     family_scores,
     pick,
     reward_of,
-    workflow_family,
 )
 from consortium.train.conductor.adaptive.request import FOLDERS
 from consortium.train.conductor.adaptive.run import RecordsPool

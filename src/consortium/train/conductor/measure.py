@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from consortium.coord.conductor.templates import template
+from consortium.coord.conductor.templates import template, workflow_family
 from consortium.coord.conductor.tools import WITHOUT_SCORER
 from consortium.coord.conductor.workflow import WorkflowError, parse_workflow
 from consortium.tasks.base import Task
@@ -32,15 +32,11 @@ def baseline_workflows(workers: Sequence[str], info: DataSetInfo) -> dict[str, s
     """The best single model, the vote over every worker and the fixed workflows, for one
     prompt's worker order."""
     roster = list(workers)
-    best = roster.index(info.best_model)
-    ids = ", ".join(str(i) for i in range(len(roster)))
-    solves = ", ".join('"Solve it."' for _ in roster)
-    empties = ", ".join("[]" for _ in roster)
+    family = workflow_family(roster)
     led = [info.best_model, *(w for w in roster if w != info.best_model)]
     return {
-        "best single": f'model_id = [{best}]\nsubtasks = ["Solve it."]\naccess_list = [[]]',
-        "vote (all)": f'model_id = [{ids}, "vote"]\nsubtasks = [{solves}, ""]\n'
-        f'access_list = [{empties}, "all"]',
+        "best single": family[info.best_model].to_text(roster),
+        "vote (all)": family["all, vote"].to_text(roster),
     } | {kind: template(kind, led).to_text(roster) for kind in FIXED}
 
 

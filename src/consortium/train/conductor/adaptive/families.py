@@ -12,11 +12,11 @@ import random
 import re
 from collections import defaultdict
 from collections.abc import Sequence
-from itertools import combinations, permutations, product
 from pathlib import Path
 from typing import Any
 
-from consortium.coord.conductor.workflow import Workflow, WorkflowError, build, written_lists
+from consortium.coord.conductor.templates import workflow_family
+from consortium.coord.conductor.workflow import Workflow, WorkflowError, written_lists
 from consortium.pool.config import PoolConfig
 from consortium.runtime.budget import Limits
 from consortium.tasks.base import Task
@@ -30,40 +30,8 @@ from consortium.train.conductor.workflow_reward import (
 )
 
 LABEL = "fixed, picked on train"
-SOLVE = "Solve it."
 Scores = dict[str, dict[str, list[tuple[Task, Scored]]]]
 """Per data set, per family member: each training question and its score."""
-
-
-def workflow_family(roster: Sequence[str]) -> dict[str, Workflow]:
-    """Each model alone; each ordered pair, then `check` (the first answer that passes); each
-    model three times (three recorded samples), then `vote` or `check`; every model, then
-    `vote`. And cascades, whose later step runs only when `accept` confirms nothing: one model,
-    `accept` (a program that passes its examples), another; two answers (two models, or one
-    model twice), `accept` (they agree), a third model."""
-    family = {model: build([model], [SOLVE], [()]) for model in roster}
-    for first, second in permutations(roster, 2):
-        family[f"{first}, {second}, check"] = build(
-            [first, second, "check"], [SOLVE, SOLVE, ""], [(), (), "all"]
-        )
-        family[f"{first}, accept, {second}"] = build(
-            [first, "accept", second], [SOLVE, "", SOLVE], [(), (0,), ()]
-        )
-    pairs = [*combinations(roster, 2), *((model, model) for model in roster)]
-    for (first, second), last in product(pairs, roster):
-        if last not in (first, second):
-            asked = f"{first} x2" if first == second else f"{first}, {second}"
-            family[f"{asked}, accept, {last}"] = build(
-                [first, second, "accept", last], [SOLVE, SOLVE, "", SOLVE], [(), (), (0, 1), ()]
-            )
-    for model in roster:
-        for tool in ("vote", "check"):
-            family[f"{model} x3, {tool}"] = build(
-                [model] * 3 + [tool], [SOLVE] * 3 + [""], [(), (), (), "all"]
-            )
-    n = len(roster)
-    family["all, vote"] = build([*roster, "vote"], [SOLVE] * n + [""], [*([()] * n), "all"])
-    return family
 
 
 def family_scores(reward: WorkflowReward, tasks: MixedTasks) -> Scores:
