@@ -87,8 +87,6 @@ def run_dataset(
     measure: CostMeasure = "usd",
 ) -> DatasetResult:
     """`table`'s costs are in `measure` (`cost_measure.in_measure`); it labels them."""
-    train = table.indices("train")
-    accuracy = train_accuracy(table)
     best = baselines.best_single(table)
     cost_unit = float(train_cost(table)[best]) or 1.0
     result = DatasetResult(table, best, cost_unit, measure=measure)
@@ -99,6 +97,26 @@ def run_dataset(
         if note:
             result.notes.append(line)
 
+    vote = _baselines(result, question_features, say)
+    _families(result, say)
+    _scorer_rows(result, vote, say)
+    episodes = _trinity_rows(result, lambdas, budget, seed, text, say)
+    result.runs.append(baselines.oracle(table))
+    if optimizer_seeds:
+        result.optimizers = optimizer_table(episodes, cost_unit, budget, optimizer_seeds)
+        say("optimizer table done")
+    return result
+
+
+Say = Callable[..., None]
+"""A progress line; `note=True` keeps it among the result's notes."""
+
+
+def _baselines(result: DatasetResult, question_features: np.ndarray | None, say: Say) -> PolicyRun:
+    """The single models, self-consistency, the votes, ModelSwitch and the routers; the
+    weighted vote (the learned scorer's cascades are measured against it)."""
+    table, best, cost_unit = result.table, result.best_single, result.cost_unit
+    train, accuracy = table.indices("train"), train_accuracy(table)
     runs = result.runs
     runs += [baselines.single(table, m) for m in range(table.n_models)]
     result.singles_untold = untold(runs, train, 0.0, cost_unit)
@@ -117,6 +135,17 @@ def run_dataset(
     if question_features is not None:
         runs += router_runs(table, question_features)
     say("baselines done")
+    return vote
+
+
+def _families(result: DatasetResult, say: Say) -> None:
+    """Each cascade and filter family: the train-selected member, and the cheapest within
+    TOLERANCE of the best single model when the train split can name one."""
+    table, best, cost_unit, measure = (
+        result.table, result.best_single, result.cost_unit, result.measure
+    )  # fmt: skip
+    train, accuracy = table.indices("train"), train_accuracy(table)
+    runs = result.runs
     floor = float(accuracy[best]) - TOLERANCE / 100
     families = [
         ("MoT cascade", baselines.mot_family(table)),
@@ -159,6 +188,12 @@ def run_dataset(
                 f"{family_name}: the cheapest within {TOLERANCE} pts of best single (train)"
             )
             runs.append(cheap)
+
+
+def _scorer_rows(result: DatasetResult, vote: PolicyRun, say: Say) -> None:
+    """The learned scorer's vote and the cascade that matches the weighted vote for less."""
+    table, train, label = result.table, result.table.indices("train"), figure_label(result.measure)
+    runs = result.runs
     runs.append(scorer_vote(table))
     family, matching = cascade_matching_the_vote(table, vote)
     result.frontier += family
@@ -173,6 +208,20 @@ def run_dataset(
             matching = None
     runs += [matching] if matching else []
     say("learned scorer cascades over every model done")
+
+
+def _trinity_rows(
+    result: DatasetResult,
+    lambdas: tuple[float, ...],
+    budget: Budget,
+    seed: int,
+    text: TranscriptText | None,
+    say: Say,
+) -> Episodes:
+    """TRINITY on the replay at each λ, with the submit action, and reading the transcript's
+    text; the episodes (the optimizer table plays them again)."""
+    table, cost_unit, train = result.table, result.cost_unit, result.table.indices("train")
+    runs = result.runs
     episodes = Episodes(table)
     for lam in lambdas:
         name = f"TRINITY replay, sep-CMA-ES, λ={lam:g}"
@@ -188,11 +237,7 @@ def run_dataset(
         reading.params["text_dims"] = text.dims
         runs.append(reading)
         say("TRINITY λ=0 reading the transcript's text trained")
-    runs.append(baselines.oracle(table))
-    if optimizer_seeds:
-        result.optimizers = optimizer_table(episodes, cost_unit, budget, optimizer_seeds)
-        say("optimizer table done")
-    return result
+    return episodes
 
 
 def _cost_tie(
