@@ -33,8 +33,8 @@ from consortium.records.split import split_of
 from consortium.records.store import load_records
 from consortium.replay.launch import ReplayServerProcess
 from consortium.tasks.base import Task
-from consortium.train.answer_policy import fit_answer_policy
-from consortium.train.best_kind import candidate_kinds
+from consortium.train.answers.best_kind import candidate_kinds
+from consortium.train.answers.policy import fit_answer_policy
 
 
 class RecordedCaller:
@@ -69,7 +69,7 @@ def overhead(folder: Path, rounds: int) -> list[tuple[str, float, float]]:
     figures = []
     with tempfile.TemporaryDirectory() as scratch:
         for kind in candidate_kinds(records.manifest.answer_kind):
-            write_policy(Path(scratch) / kind, fit_answer_policy(kind, folder))
+            write_policy(Path(scratch) / kind, fit_answer_policy(kind, folder).policy)
             coordinator = load_answer_policy(Path(scratch) / kind)
             times: list[float] = []
             for _ in range(rounds):
@@ -96,7 +96,7 @@ def faults(folder: Path, rate: float) -> list[tuple[str, int, int, int, int]]:
         policies = []
         kinds = candidate_kinds(load_records(folder).manifest.answer_kind)
         for kind in kinds:
-            write_policy(root / kind, fit_answer_policy(kind, folder))
+            write_policy(root / kind, fit_answer_policy(kind, folder).policy)
             policies.append(str(root / kind))
         runs = []
         for name, extra in (

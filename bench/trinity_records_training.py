@@ -44,8 +44,8 @@ LOCATIONS: dict[str, tuple[str, ...]] = {
     "Episodes": ("consortium.evaluation.recorded.episodes", "consortium.coordinate.episodes"),
     "train_accuracy": ("consortium.evaluation.recorded.runs", "consortium.coordinate.runs"),
     "train_cost": ("consortium.evaluation.recorded.runs", "consortium.coordinate.runs"),
-    "Budget": ("consortium.train.recorded_turns", "consortium.coordinate.training"),
-    "train_head": ("consortium.train.recorded_turns", "consortium.coordinate.training"),
+    "Budget": ("consortium.train.trinity.recorded_turns", "consortium.coordinate.training"),
+    "train_head": ("consortium.train.trinity.recorded_turns", "consortium.coordinate.training"),
 }
 
 

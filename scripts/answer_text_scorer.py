@@ -124,7 +124,7 @@ def main() -> None:
         f"{len(train)} train questions; {args.first}'s answer AUC {auc(scores, y):.2f} (in sample)"
     )
     print(f"best of the three on train: {100 * best:.2f}")
-    from consortium.train.router_runs import question_features
+    from consortium.reports.coordination.router_runs import question_features
 
     embedding = question_features([firsts[q][args.first]["question"] for q in train], args.cache)
     print(

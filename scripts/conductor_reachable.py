@@ -19,118 +19,20 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
-from adaptive_eval import exit_on_error, lambda_values, reward_of
-from adaptive_reachable import Scores, family_scores, pick, workflow_family
-from conductor_adaptive import FOLDERS, mixed_pool
-from consortium.replay.launch import ReplayServerProcess
-from consortium.train.conductor_eval import paired_difference
-from consortium.train.mixed_pool import MixedTasks, mixed_tasks
-from consortium.train.workflow_reward import Scored
+from consortium.core.errors import ConsortiumError
+from consortium.demo.served_team import ReplayedRecords
+from consortium.records.errors import RecordsError
+from consortium.reports.conductor_reachable import markdown, reachable_rows
+from consortium.train.conductor.adaptive.request import FOLDERS, lambda_values
 from made_by import made_by
 
-TARGET = "within 0.5 pts of the best single at ≤ 60 % of its $, or above it with CI > 0"
-CHEAPEST = "the cheapest within 0.5 pts of the best single's train accuracy"
 
-
-def cheapest_near_best(found: Scores, train: MixedTasks) -> dict[str, str]:
-    """Per data set, the cheapest member whose train accuracy is within 0.5 points of the best
-    single model's: the target's own rule, applied on train."""
-    picks = {}
-    for dataset, by_member in found.items():
-        accuracy = {
-            name: 100 * sum(s.right for _, s in runs) / len(runs)
-            for name, runs in by_member.items()
-        }
-        cost = {name: sum(s.cost for _, s in runs) for name, runs in by_member.items()}
-        bar = accuracy[train.sets[dataset].best_model] - 0.5
-        picks[dataset] = min((n for n in by_member if accuracy[n] >= bar), key=cost.__getitem__)
-    return picks
-
-
-def scores_on_test(
-    reward: Any, test: MixedTasks, members: set[tuple[str, str]]
-) -> dict[tuple[str, str], list[Scored]]:
-    """Each (data set, family member) on every test question of its set."""
-    rollouts, keys = [], []
-    for dataset, name in sorted(members):
-        roster = list(test.sets[dataset].roster)
-        text = workflow_family(roster)[name].to_text(roster)
-        for task in test.of(dataset):
-            rollouts.append((text, task.id, roster))
-            keys.append((dataset, name))
-    found: dict[tuple[str, str], list[Scored]] = {key: [] for key in members}
-    for key, scored in zip(keys, reward.score(rollouts), strict=True):
-        found[key].append(scored)
-    return found
-
-
-def rows_of(
-    picks: dict[str, dict[str, str]],
-    test: MixedTasks,
-    scores: dict[tuple[str, str], list[Scored]],
-) -> list[dict[str, Any]]:
-    rows = []
-    for rule, picked in picks.items():
-        for dataset, name in sorted(picked.items()):
-            mine = scores[(dataset, name)]
-            best = scores[(dataset, test.sets[dataset].best_model)]
-            diff, low, high = paired_difference([s.right for s in mine], [s.right for s in best])
-            ratio = sum(s.cost for s in mine) / max(sum(s.cost for s in best), 1e-12)
-            rows.append(
-                {
-                    "rule": rule,
-                    "dataset": dataset,
-                    "picked": name,
-                    "n": len(mine),
-                    "accuracy": 100 * sum(s.right for s in mine) / len(mine),
-                    "best_single": test.sets[dataset].best_model,
-                    "best_accuracy": 100 * sum(s.right for s in best) / len(best),
-                    "difference": [diff, low, high],
-                    "cost_ratio": ratio,
-                    "met": (diff >= -0.5 and ratio <= 0.6) or low > 0,
-                }
-            )
-    return rows
-
-
-def markdown(rows: list[dict[str, Any]], train_per_set: int, command: str) -> str:
-    lines = [
-        "# What one fixed workflow per data set reaches (mixed records pool)",
-        "",
-        f"Made by `{command}`.",
-        "",
-        "Replay of recorded outputs of real models (GSM8K, MATH, HumanEval, DATE): a step's answer "
-        "is its model's recorded sample whatever it is told (declared simulation). Per data set "
-        "and λ, the family member with the best mean reward of `conductor_adaptive.py` (right 1, "
-        "wrong 0.5, less λ x $ in units of the best single model's mean $ on train) on "
-        f"{train_per_set} training questions per set, then the whole test split. The family: "
-        "each model alone; each ordered pair of models, then `check`; each model three times, "
-        "then `vote` or `check`; every model, then `vote`; and cascades, whose last step runs "
-        "only when the `accept` before it confirms nothing (its cost is paid only then): one "
-        "model, `accept` (a program that passes its docstring examples), another model; two "
-        "answers (two models, or one model twice), `accept` (they agree), a third model. No "
-        "conductor writes these workflows: they are what one workflow per set can reach with "
-        "this pool and reward.",
-        "",
-        "| picked on train by | data set | workflow | test questions | accuracy % | "
-        f"best single (train) | its accuracy % | Δ pts [95% CI] | $ vs best single | {TARGET} |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for row in rows:
-        diff, low, high = row["difference"]
-        lines.append(
-            f"| {row['rule']} | {row['dataset']} | {row['picked']} | {row['n']} | "
-            f"{row['accuracy']:.2f} | {row['best_single']} | {row['best_accuracy']:.2f} | "
-            f"{diff:+.2f} [{low:+.2f}, {high:+.2f}] | {row['cost_ratio']:.0%} | "
-            f"{'yes' if row['met'] else 'no'} |"
-        )
-    lines += ["", "Sets meeting the target, per rule:", ""]
-    for rule in dict.fromkeys(row["rule"] for row in rows):
-        met = [r["dataset"] for r in rows if r["rule"] == rule and r["met"]]
-        lines.append(f"- {rule}: {len(met)} of 4 ({', '.join(met) or 'none'})")
-    return "\n".join(lines) + "\n"
+def lambdas(text: str) -> list[float]:
+    try:
+        return lambda_values(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def main() -> None:
@@ -139,34 +41,16 @@ def main() -> None:
     )
     parser.add_argument("--out", default="reports")
     parser.add_argument("--report-name", default="conductor-reachable")
-    parser.add_argument("--lambdas", type=lambda_values, default="0,0.005,0.02,0.2")
+    parser.add_argument("--lambdas", type=lambdas, default="0,0.005,0.02,0.2")
     parser.add_argument("--train-per-set", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    exit_on_error("conductor_reachable", lambda: report(args))
-
-
-def report(args: argparse.Namespace) -> None:
-    lambdas: list[float] = args.lambdas
-    train = mixed_tasks(FOLDERS, "train", per_set=args.train_per_set, seed=args.seed)
-    test = mixed_tasks(FOLDERS, "test", seed=args.seed + 1, infos=train.sets)
-    with ReplayServerProcess(None, records=list(FOLDERS)) as server:
-        pool = mixed_pool(FOLDERS, server.base_url)
-        on_train = reward_of(pool, train, 0.0, max_steps=10)
-        try:
-            found = family_scores(on_train, train)
-        finally:
-            on_train.close()
-        picks = {f"reward at λ = {value:g}": pick(found, value) for value in lambdas}
-        picks[CHEAPEST] = cheapest_near_best(found, train)
-        members = {(d, n) for chosen in picks.values() for d, n in chosen.items()}
-        members |= {(d, info.best_model) for d, info in test.sets.items()}
-        on_test = reward_of(pool, test, 0.0, max_steps=10)
-        try:
-            scores = scores_on_test(on_test, test, members)
-        finally:
-            on_test.close()
-    rows = rows_of(picks, test, scores)
+    try:
+        rows = reachable_rows(ReplayedRecords(FOLDERS), args.lambdas, args.train_per_set, args.seed)
+    except RecordsError as error:
+        sys.exit(f"conductor_reachable: {error} (`make records` imports the four folders)")
+    except ConsortiumError as error:
+        sys.exit(f"conductor_reachable: {error}")
     text = markdown(rows, args.train_per_set, made_by("conductor_reachable.py", sys.argv[1:]))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

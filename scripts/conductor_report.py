@@ -47,13 +47,13 @@ from consortium.smallmodels.files import SMOLLM2
 from consortium.smallmodels.llamacpp import LlamaCppServers, ServerSettings
 from consortium.tasks.base import Task, TaskSet
 from consortium.tasks.registry import load_task_set
-from consortium.train.conductor_stages import (
+from consortium.train.conductor.grpo import GRPOSettings
+from consortium.train.conductor.stages import (
     StageCallbacks,
     StagedSettings,
     train_conductor_in_stages,
 )
-from consortium.train.grpo import GRPOSettings
-from consortium.train.workflow_sft import WarmStartSettings
+from consortium.train.conductor.workflow_sft import WarmStartSettings
 from made_by import made_by
 
 POOL_NAME = (

@@ -31,7 +31,7 @@ from consortium.coord.trinity.static_encoder import StaticMiniLMEncoder
 from consortium.replay.data import load_replay
 from consortium.replay.protocol import row_from_choices, score_matrix
 from consortium.replay.tasks import ID_DATASETS, load_replay_tasks
-from consortium.train.settings import RecordedConfig, RouterTraining
+from consortium.train.trinity.settings import RecordedConfig, RouterTraining
 from trinity_variants import Variants
 
 

@@ -48,7 +48,7 @@ from consortium.replay.protocol import (
     with_cis,
 )
 from consortium.replay.tasks import ID_DATASETS, OOD_DATASETS
-from consortium.train.settings import RecordedConfig, RouterTraining
+from consortium.train.trinity.settings import RecordedConfig, RouterTraining
 from made_by import made_by
 from trinity_variants import Variants, features, load_tasks
 

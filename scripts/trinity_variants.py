@@ -14,10 +14,10 @@ from consortium.replay.data import ReplayData
 from consortium.replay.protocol import ProtocolRow, row_from_choices, score_matrix
 from consortium.replay.tasks import ID_DATASETS, OOD_DATASETS, load_replay_tasks
 from consortium.tasks.base import Task
-from consortium.train.recorded import RoutingProblem
-from consortium.train.routers import KnnRouter, MlpRouter, PerDatasetBest, random_choices
-from consortium.train.routing import encode_all, fit_head
-from consortium.train.settings import RouterTraining
+from consortium.train.trinity.recorded import RoutingProblem
+from consortium.train.trinity.routers import KnnRouter, MlpRouter, PerDatasetBest, random_choices
+from consortium.train.trinity.routing import encode_all, fit_head
+from consortium.train.trinity.settings import RouterTraining
 
 CLOSEST_ID = {"math_prealgebra": "gsm8k", "mbpp": "humaneval", "ceval": "cmmlu"}
 """What PerDatasetBest uses for an OOD set (it has no training split): the nearest ID set."""

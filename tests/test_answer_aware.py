@@ -27,11 +27,11 @@ from consortium.evaluation.recorded.selection import select_cheap
 from consortium.evaluation.recorded.tables import outcome_table
 from consortium.evaluation.recorded.transcript_text import transcript_text
 from consortium.records import load_records, write_records
+from consortium.reports.coordination.pipeline import READING, run_dataset
+from consortium.reports.coordination.report import target_lines
 from consortium.tasks.code_checks import CheckResult, check_all
 from consortium.tasks.docstring_examples import docstring_examples
-from consortium.train.coordination_report.pipeline import READING, run_dataset
-from consortium.train.coordination_report.report import target_lines
-from consortium.train.recorded_turns import Budget, run_head, train_head
+from consortium.train.trinity.recorded_turns import Budget, run_head, train_head
 from tests.toy_records import COSTS, MODELS, output_row, toy_manifest, toy_rows
 
 

@@ -28,7 +28,7 @@ from consortium.records import load_records
 from consortium.records.corpora import BY_DEFAULT, RECIPES
 from consortium.records.split import split_of
 from consortium.replay.launch import ReplayServerProcess
-from consortium.train.answer_policy import fit_answer_policy
+from consortium.train.answers.policy import fit_answer_policy
 from tests.helpers import ReplayServers, SharedRecords
 from tests.test_cli import cli
 
@@ -108,7 +108,7 @@ def test_every_kind_live_over_http_equals_the_records_runner_per_question(
     kinds = [kind for kind in RULE_KINDS if code or kind not in CHECKED_KINDS]
     policies = []
     for kind in kinds:
-        policy = fit_answer_policy(kind, records, cache_dir=checks)
+        policy = fit_answer_policy(kind, records, cache_dir=checks).policy
         write_policy(tmp_path / kind, policy)
         policies.append(str(tmp_path / kind))
     pool_file = tmp_path / "replay.toml"
@@ -175,9 +175,9 @@ def test_a_live_rule_asks_no_more_samples_than_the_records_held(
     """RouterBench recorded one sample per model: a cascade fitted there asks each model once,
     live too; DATE recorded 3 of gpt-4's and 20 of the others': at most 3 and 5."""
     for kind in ("model-switch", "mot-cascade"):
-        arc = fit_answer_policy(kind, folders["rb_arc_challenge"]).params["samples"]
+        arc = fit_answer_policy(kind, folders["rb_arc_challenge"]).policy.params["samples"]
         assert set(arc.values()) == {1}, (kind, arc)
-    date = fit_answer_policy("model-switch", folders["date"]).params["samples"]
+    date = fit_answer_policy("model-switch", folders["date"]).policy.params["samples"]
     assert date == {"gpt-4": 3, "gpt-3.5-turbo": 5, "Llama-2-13B": 5}
 
 
@@ -284,7 +284,7 @@ def test_a_policy_folder_of_another_schema_or_edited_badly_is_one_line(
     folders: dict[str, Path], tmp_path: Path
 ) -> None:
     folder = tmp_path / "vote"
-    write_policy(folder, fit_answer_policy("vote", folders["date"]))
+    write_policy(folder, fit_answer_policy("vote", folders["date"]).policy)
     meta = json.loads((folder / "policy.json").read_text())
     for broken, expected in [
         ({**meta, "schema_version": 9}, "policy folder schema 9"),
@@ -353,7 +353,7 @@ def test_served_like_one_model_with_who_answered_and_a_dead_endpoint_skipped(
 
     records = folders["date"]
     policy = tmp_path / "vote"
-    write_policy(policy, fit_answer_policy("vote", records))
+    write_policy(policy, fit_answer_policy("vote", records).policy)
     loaded = load_records(records)
     question = loaded.table.column("question")[0].as_py()
     recorded = {

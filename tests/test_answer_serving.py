@@ -35,7 +35,7 @@ from consortium.replay.launch import ReplayServerProcess, free_port
 from consortium.runtime.store import TraceStore
 from consortium.runtime.store_records import StageRecord
 from consortium.serve.headers import ANSWER_HEADERS as HEADERS
-from consortium.train.answer_policy import fit_answer_policy
+from consortium.train.answers.policy import fit_answer_policy
 from consortium.viewer.app import TraceViewer
 from tests.helpers import SharedRecords
 from tests.test_cli import cli, one_line_error
@@ -62,7 +62,7 @@ def replay(records: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 @pytest.fixture(scope="module")
 def vote(records: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("policies") / "vote"
-    policy = fit_answer_policy("vote", records)
+    policy = fit_answer_policy("vote", records).policy
     assert policy.params["models"][0] == FIRST
     write_policy(folder, policy)
     return folder
@@ -266,7 +266,7 @@ def test_a_scorer_cascade_traces_each_stage_with_the_scorers_probability(
     records: Path, replay: Path, tmp_path: Path
 ) -> None:
     folder = tmp_path / "cascade"
-    write_policy(folder, fit_answer_policy("scorer-cascade", records))
+    write_policy(folder, fit_answer_policy("scorer-cascade", records).policy)
     store = TraceStore(f"sqlite:///{tmp_path / 't.db'}")
     result = run_evaluation(
         EvalConfig(

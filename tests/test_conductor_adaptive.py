@@ -10,16 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scripts.adaptive_reachable import (
-    LABEL,
-    agreement_with_pick,
-    distil_examples,
-    naming_the_pick,
-    pick,
-    workflow_family,
-)
 
 from consortium.coord.conductor.prompt import conductor_messages
+from consortium.coord.conductor.templates import workflow_family
 from consortium.coord.conductor.tools import WITHOUT_SCORER
 from consortium.coord.conductor.workflow import parse_workflow
 from consortium.pool.config import PoolConfig
@@ -31,19 +24,26 @@ from consortium.replay.pool import replay_pool
 from consortium.replay.records import load_records_replay
 from consortium.runtime.budget import Limits
 from consortium.tasks.base import Task
-from consortium.train.conductor_eval import (
+from consortium.train.conductor.adaptive.families import (
+    LABEL,
+    agreement_with_pick,
+    distil_examples,
+    naming_the_pick,
+    pick,
+)
+from consortium.train.conductor.grpo import training_rows
+from consortium.train.conductor.measure import (
     SetFigures,
     baseline_workflows,
     paired_difference,
     shape_test,
 )
-from consortium.train.grpo import training_rows
-from consortium.train.mixed_pool import MixedTasks, data_set_info, mixed_tasks
-from consortium.train.rejection_sft import RejectionSettings, best_kept, rejection_sft
-from consortium.train.workflow_reward import RIGHT, WRONG, Scored, WorkflowReward
-from consortium.train.workflow_sampling import Sampler
-from consortium.train.workflow_sft import SHAPES, example_workflow
-from consortium.train.workflow_validity import workflow_shape
+from consortium.train.conductor.mixed_pool import MixedTasks, data_set_info, mixed_tasks
+from consortium.train.conductor.rejection_sft import RejectionSettings, best_kept, rejection_sft
+from consortium.train.conductor.workflow_reward import RIGHT, WRONG, Scored, WorkflowReward
+from consortium.train.conductor.workflow_sampling import Sampler
+from consortium.train.conductor.workflow_sft import SHAPES, example_workflow
+from consortium.train.conductor.workflow_validity import workflow_shape
 
 
 @pytest.fixture(scope="module")
@@ -231,7 +231,7 @@ def test_rejection_sampling_rounds_fine_tune_and_resume(
 ) -> None:
     """The tiny model writes noise, so its sampler is scripted: per question one right
     one-step workflow (the best single model), one that does not parse."""
-    from consortium.train.base_models import resolve_base
+    from consortium.train.conductor.base_models import resolve_base
 
     base = resolve_base("tiny", tmp_path, 0)
     tasks = [mixed.of("gsm8k")[0], mixed.of("date")[0]]
@@ -280,7 +280,7 @@ def test_rejection_sampling_rounds_fine_tune_and_resume(
 
 
 def test_sampler_groups_samples_per_row_and_batches_greedy_alike(tmp_path: Path) -> None:
-    from consortium.train.base_models import resolve_base
+    from consortium.train.conductor.base_models import resolve_base
 
     sampler = Sampler.load(resolve_base("tiny", tmp_path, 0))
     rows = [{"prompt": f"Question {i}: what is {i} + {i * 7}?"} for i in range(3)]

@@ -14,14 +14,19 @@ from consortium.coord.conductor.workflow import parse_workflow
 from consortium.pool.config import PoolConfig
 from consortium.replay.data import ReplayData
 from consortium.replay.tasks import ReplayGrader, load_replay_tasks
-from consortium.train.conductor_stages import (
+from consortium.train.conductor.grpo import GRPOSettings, training_rows
+from consortium.train.conductor.stages import (
     StageCallbacks,
     StagedSettings,
     train_conductor_in_stages,
 )
-from consortium.train.grpo import GRPOSettings, training_rows
-from consortium.train.workflow_sft import SHAPES, WarmStartSettings, example_workflow, sft_examples
-from consortium.train.workflow_validity import WorkflowShape, workflow_shape
+from consortium.train.conductor.workflow_sft import (
+    SHAPES,
+    WarmStartSettings,
+    example_workflow,
+    sft_examples,
+)
+from consortium.train.conductor.workflow_validity import WorkflowShape, workflow_shape
 
 
 @pytest.fixture(scope="module")

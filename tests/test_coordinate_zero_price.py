@@ -19,11 +19,11 @@ from consortium.evaluation.recorded.selection import TIE, ties, untold, untold_o
 from consortium.evaluation.recorded.tables import outcome_table
 from consortium.records import OutputRow, load_records, write_records
 from consortium.records.errors import RecordsError
-from consortium.train.answer_policy import fit_answer_policy
-from consortium.train.coordination_report.command import CoordinationRequest, run_coordination
-from consortium.train.coordination_report.pipeline import UNTOLD, run_dataset
-from consortium.train.coordination_report.report import dataset_summary, markdown
-from consortium.train.recorded_turns import Budget
+from consortium.reports.coordination.command import CoordinationRequest, run_coordination
+from consortium.reports.coordination.pipeline import UNTOLD, run_dataset
+from consortium.reports.coordination.report import dataset_summary, markdown
+from consortium.train.answers.policy import fit_answer_policy
+from consortium.train.trinity.recorded_turns import Budget
 from tests.test_cli import cli, one_line_error
 from tests.toy_records import output_row, toy_manifest, toy_rows
 
@@ -164,7 +164,7 @@ def test_train_coordinator_selects_on_tokens_and_keeps_dollar_figures(tmp_path: 
     folder = zero_price_records(tmp_path / "zero")
     with pytest.raises(ConfigError, match="try --cost tokens or seconds"):
         fit_answer_policy("mot-cascade", folder)
-    policy = fit_answer_policy("mot-cascade", folder, cost="tokens")
+    policy = fit_answer_policy("mot-cascade", folder, cost="tokens").policy
     assert policy.selection.endswith("(cost in tokens)")
     assert policy.params["strong"] == "strong"
     assert policy.train.usd_per_question == 0.0  # the figures stay in dollars

@@ -19,9 +19,9 @@ from consortium.evaluation.recorded.selection import (
 )
 from consortium.records import load_records, write_records
 from consortium.records.errors import RecordsError
-from consortium.train.coordination_report.pipeline import DatasetResult
-from consortium.train.coordination_report.report import declared, group_lines
-from consortium.train.coordination_report.targets import GroupTarget, group_summary
+from consortium.reports.coordination.pipeline import DatasetResult
+from consortium.reports.coordination.report import declared, group_lines
+from consortium.reports.coordination.targets import GroupTarget, group_summary
 from tests.toy_records import MODELS, output_row, toy_manifest
 
 

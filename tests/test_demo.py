@@ -26,8 +26,8 @@ from consortium.evaluation.results import ORACLE
 from consortium.records import write_records
 from consortium.replay.data import load_replay
 from consortium.runtime.store import TraceStore
-from consortium.train.answer_policy import fit_answer_policy
-from consortium.train.best_kind import fit_best_kind
+from consortium.train.answers.best_kind import fit_best_kind
+from consortium.train.answers.policy import fit_answer_policy
 from tests.helpers import SharedRecords
 from tests.toy_records import toy_manifest, toy_rows
 
@@ -158,8 +158,8 @@ def test_the_team_demo_runs_the_folders_over_http_and_says_they_reproduce(tmp_pa
     console = Console(file=io.StringIO(), width=200)
     with pytest.raises(ConfigError, match=r"toy-single.*make teams"):
         run_team_demo([toy], policies, traces=f"sqlite:///{tmp_path}/t.db", out=None)
-    write_policy(policies / "toy-single", fit_answer_policy("single", toy))
-    write_policy(policies / "toy-vote", fit_answer_policy("vote", toy))
+    write_policy(policies / "toy-single", fit_answer_policy("single", toy).policy)
+    write_policy(policies / "toy-vote", fit_answer_policy("vote", toy).policy)
     write_policy(policies / "toy-team", fit_best_kind(toy))
     out = tmp_path / "demo.md"
     [section] = run_team_demo(

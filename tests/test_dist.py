@@ -22,9 +22,9 @@ from consortium.replay.tasks import ReplayGrader, load_replay_tasks
 from consortium.runtime.caller import Caller
 from consortium.runtime.dist import Executor, LocalExecutor, RayExecutor, shards
 from consortium.runtime.store import TraceStore
-from consortium.train.online import train_online
-from consortium.train.settings import TrainConfig
-from consortium.train.workflow_reward import WorkflowReward
+from consortium.train.conductor.workflow_reward import WorkflowReward
+from consortium.train.trinity.online import train_online
+from consortium.train.trinity.settings import TrainConfig
 from tests.helpers import untimed
 from tests.test_trinity import hash_setup
 

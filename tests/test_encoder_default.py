@@ -14,7 +14,7 @@ from consortium.coord.trinity.encoder import CachedEncoder, SentenceEncoder, Sta
 from consortium.coord.trinity.onnx_encoder import OnnxSentenceEncoder
 from consortium.coord.trinity.policy import default_encoder, load_policy
 from consortium.coord.trinity.static_encoder import StaticMiniLMEncoder
-from consortium.train.session import TrinityRequest
+from consortium.train.trinity.session import TrinityRequest
 from tests.conftest import ROOT
 from tests.test_cli import cli
 

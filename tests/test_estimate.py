@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from consortium.pool.config import parse_pool
-from consortium.train.estimate import Estimate, duration, pool_concurrency
+from consortium.train.trinity.estimate import Estimate, duration, pool_concurrency
 
 
 def test_the_estimate_scales_the_probe_to_the_budget() -> None:

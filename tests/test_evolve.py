@@ -475,8 +475,8 @@ async def test_retrain_trinity_warm_starts_from_the_incumbent_policy(
     from consortium.coord.trinity.policy import HeadSetup, save_policy
     from consortium.evolve.measure import Evaluator
     from consortium.evolve.proposals import RetrainTrinity
-    from consortium.train.online import train_online
-    from consortium.train.settings import TrainConfig
+    from consortium.train.trinity.online import train_online
+    from consortium.train.trinity.settings import TrainConfig
     from tests.test_trinity import hash_setup
 
     tasks, setup = hash_setup(replay_data)

@@ -36,7 +36,7 @@ from consortium.runtime.store import TraceStore
 from consortium.tasks.base import Task
 from consortium.tasks.math import MathGrader
 from consortium.tasks.registry import load_task_set
-from consortium.train.answer_policy import fit_answer_policy
+from consortium.train.answers.policy import fit_answer_policy
 from tests.helpers import SharedRecords
 from tests.test_cli import cli
 from tests.test_serve import serving
@@ -170,7 +170,7 @@ def test_tau_moves_from_the_current_cascade_and_answer_kinds(
     records task's from its records, another's from its grader; none for a replay's recorded
     verdicts."""
     fitted = tmp_path / "cascade"
-    trained = fit_answer_policy("mot-cascade", date_records)
+    trained = fit_answer_policy("mot-cascade", date_records).policy
     write_policy(
         fitted, trained.model_copy(update={"params": {**trained.params, "threshold": 0.6}})
     )

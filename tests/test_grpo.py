@@ -18,8 +18,8 @@ from consortium.replay.tasks import ReplayGrader, load_replay_tasks
 from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
 from consortium.tasks.base import Task
-from consortium.train.grpo import GRPOSettings, train_conductor, training_rows
-from consortium.train.workflow_reward import (
+from consortium.train.conductor.grpo import GRPOSettings, train_conductor, training_rows
+from consortium.train.conductor.workflow_reward import (
     FORMAT_FAIL,
     RIGHT,
     WRONG,
@@ -155,7 +155,7 @@ def test_grpo_takes_the_pinned_gguf_instruct_model_as_base(
 
 
 def test_resume_skips_a_half_written_checkpoint(tmp_path: Path) -> None:
-    from consortium.train.grpo import last_complete_checkpoint
+    from consortium.train.conductor.grpo import last_complete_checkpoint
 
     for step, complete in ((1, True), (2, True), (10, False)):
         folder = tmp_path / f"checkpoint-{step}"
@@ -169,7 +169,7 @@ def test_resume_skips_a_half_written_checkpoint(tmp_path: Path) -> None:
 
 
 def test_prompt_schedule_spans_epochs_in_a_seeded_order() -> None:
-    from consortium.train.grpo import prompt_schedule
+    from consortium.train.conductor.grpo import prompt_schedule
 
     rows = [{"task_id": str(i)} for i in range(3)]
     schedule = prompt_schedule(rows, 7, seed=4)

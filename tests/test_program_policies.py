@@ -23,7 +23,7 @@ from consortium.core.errors import ConfigError
 from consortium.core.types import Completion
 from consortium.records import write_records
 from consortium.tasks.base import Task
-from consortium.train.answer_policy import fit_answer_policy
+from consortium.train.answers.policy import fit_answer_policy
 from tests.toy_records import toy_manifest, toy_rows
 
 PROMPT = '''def add(a: int, b: int) -> int:

@@ -313,8 +313,8 @@ def test_a_fine_tuned_conductor_writes_a_vote_step_that_runs_live(
 
     from consortium.coord.conductor.prompt import conductor_messages
     from consortium.pool.local import prompt_text
-    from consortium.train.base_models import load_tokenizer, resolve_base
-    from consortium.train.workflow_sft import WarmStartSettings, fine_tune
+    from consortium.train.conductor.base_models import load_tokenizer, resolve_base
+    from consortium.train.conductor.workflow_sft import WarmStartSettings, fine_tune
 
     workers = [SMOLLM2.name, GEMMA3.name]
     base = resolve_base(SMOLLM2.name, tmp_path, 0)

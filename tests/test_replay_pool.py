@@ -19,7 +19,7 @@ from consortium.evaluation.entry import EvalConfig, run_evaluation
 from consortium.pool.config import DEFAULT_MAX_TOKENS, load_pool
 from consortium.records import OutputRow, write_records
 from consortium.replay.launch import ReplayServerProcess
-from consortium.train.answer_policy import fit_answer_policy
+from consortium.train.answers.policy import fit_answer_policy
 from tests.helpers import recorded_first_samples
 from tests.test_serve import serving
 from tests.toy_records import toy_manifest, toy_rows
@@ -67,7 +67,7 @@ def test_a_policy_folder_over_http_reads_the_whole_answers_and_its_stated_figure
     records: Path, replay: Path, tmp_path: Path
 ) -> None:
     folder = tmp_path / "single"
-    write_policy(folder, fit_answer_policy("single", records))
+    write_policy(folder, fit_answer_policy("single", records).policy)
     assert read_policy(folder).models == ["strong"]
     result = run_evaluation(
         EvalConfig(

@@ -30,10 +30,10 @@ from consortium.replay.data import ReplayData
 from consortium.replay.pool import replay_pool
 from consortium.smallmodels.files import SMOLLM2, cache_root
 from consortium.tasks.registry import load_task_set
-from consortium.train.fit import FitState
-from consortium.train.recorded import RoutingProblem, imitation, train_recorded
-from consortium.train.routers import KnnRouter, MlpRouter, PerDatasetBest, random_choices
-from consortium.train.settings import RecordedConfig
+from consortium.train.trinity.fit import FitState
+from consortium.train.trinity.recorded import RoutingProblem, imitation, train_recorded
+from consortium.train.trinity.routers import KnnRouter, MlpRouter, PerDatasetBest, random_choices
+from consortium.train.trinity.settings import RecordedConfig
 from tests.helpers import run_consortium
 
 # ---------------------------------------------------------------------------------------------

@@ -25,11 +25,11 @@ from consortium.evaluation.recorded.tables import outcome_table
 from consortium.records import OutputRow, load_records, write_records
 from consortium.records.corpora import CREATED_BY, MOT, is_project_corpus
 from consortium.records.schema import Manifest, Source
-from consortium.train.best_kind import fit_best_kind
-from consortium.train.coordination_report.command import CoordinationRequest, run_coordination
-from consortium.train.coordination_report.pipeline import run_dataset
-from consortium.train.coordination_report.report import target_lines
-from consortium.train.recorded_turns import Budget
+from consortium.reports.coordination.command import CoordinationRequest, run_coordination
+from consortium.reports.coordination.pipeline import run_dataset
+from consortium.reports.coordination.report import target_lines
+from consortium.train.answers.best_kind import fit_best_kind
+from consortium.train.trinity.recorded_turns import Budget
 from tests.test_cli import cli
 from tests.test_coordinate_zero_price import all_wrong_records
 from tests.toy_records import cheapest_right_rows, output_row, toy_manifest, toy_rows

@@ -31,8 +31,8 @@ from consortium.replay.tasks import ID_DATASETS, ReplayGrader, load_replay_tasks
 from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
 from consortium.tasks.base import Task
-from consortium.train.online import train_online
-from consortium.train.settings import TrainConfig
+from consortium.train.trinity.online import train_online
+from consortium.train.trinity.settings import TrainConfig
 from tests.helpers import ReplayServers
 
 
@@ -344,8 +344,8 @@ def test_sep_cma_es_killed_with_sigkill_resumes_to_the_same_policy(
         "from consortium.replay.pool import replay_pool\n"
         "from consortium.runtime.caller import Caller\n"
         "from consortium.replay.tasks import ReplayGrader\n"
-        "from consortium.train.online import train_online\n"
-        "from consortium.train.settings import TrainConfig\n"
+        "from consortium.train.trinity.online import train_online\n"
+        "from consortium.train.trinity.settings import TrainConfig\n"
         "from tests.test_trinity import hash_setup\n"
         "data_dir, base_url, checkpoint, resume, out = sys.argv[1:6]\n"
         "data = load_replay(data_dir, sources=['split2'])\n"

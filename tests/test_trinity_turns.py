@@ -36,8 +36,8 @@ from consortium.evaluation.recorded.episodes import Episodes
 from consortium.evaluation.recorded.tables import outcome_table
 from consortium.records import load_records
 from consortium.tasks.base import Task
-from consortium.train.answer_policy import fit_answer_policy
-from consortium.train.recorded_turns import Budget
+from consortium.train.answers.policy import fit_answer_policy
+from consortium.train.trinity.recorded_turns import Budget
 from tests.helpers import ReplayServers, SharedRecords
 from tests.test_cli import cli
 
@@ -148,7 +148,7 @@ def test_the_trained_folder_live_over_http_equals_the_records_runner(
     policies = []
     for stop, lam in (("accept", 0.0), ("submit", 0.5)):
         folder = tmp_path / f"trinity-{stop}"
-        policy = fit_answer_policy("trinity", records, lam=lam, stop=stop, budget=SMALL)
+        policy = fit_answer_policy("trinity", records, lam=lam, stop=stop, budget=SMALL).policy
         write_policy(folder, policy.model_copy(update={"name": f"{policy.name}:{stop}"}))
         policies.append(folder)
     # the accepting head, edited to verify once it has an answer (re-solving, then with the

@@ -28,8 +28,8 @@ from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
 from consortium.tasks.base import Task
 from consortium.tasks.code_checks import check_reply
-from consortium.train.conductor_eval import SetFigures
-from consortium.train.workflow_reward import score_rollout
+from consortium.train.conductor.measure import SetFigures
+from consortium.train.conductor.workflow_reward import score_rollout
 from consortium.viewer.dag import dag_svg, traced_workflows
 from consortium.viewer.html import Palette
 from tests.helpers import SharedRecords, recorded_first_samples, run_on_records

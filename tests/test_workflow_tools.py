@@ -46,9 +46,9 @@ from consortium.runtime.caller import Caller
 from consortium.runtime.store import TraceStore
 from consortium.tasks.base import Task
 from consortium.tasks.code_checks import check_reply
-from consortium.train.answer_policy import fit_answer_policy
-from consortium.train.workflow_reward import FORMAT_FAIL, RIGHT, WRONG, score_rollout
-from consortium.train.workflow_validity import WorkflowShape, workflow_shape
+from consortium.train.answers.policy import fit_answer_policy
+from consortium.train.conductor.workflow_reward import FORMAT_FAIL, RIGHT, WRONG, score_rollout
+from consortium.train.conductor.workflow_validity import WorkflowShape, workflow_shape
 from consortium.viewer.dag import dag_svg, traced_workflows
 from consortium.viewer.html import Palette
 from consortium.viewer.queries import run_models, run_totals
@@ -198,7 +198,7 @@ async def measured(
 ) -> AsyncIterator[Measured]:
     folder = tmp_path_factory.mktemp("tools")
     tasks = records_tasks(str(gsm8k), "test")[0][:QUESTIONS]
-    policy = fit_answer_policy("scorer", gsm8k)  # fitted on the train split
+    policy = fit_answer_policy("scorer", gsm8k).policy  # fitted on the train split
     scorer = Scorer(tuple(policy.params["models"]), tuple(policy.params["weights"]))
     vote = WorkflowCoordinator(
         parse_workflow(ASK_THREE_THEN_VOTE, TRIO), "ask three, then vote", WorkflowExecutor()

@@ -9,7 +9,8 @@ stays light):
 - tasks: `Task`, `Grade`, `Grader`, `load_task_set` (a `--tasks` spec);
 - the jobs as calls: `run_evaluation(EvalConfig)`, `run_evolve(EvolveRequest)`,
   `run_trinity_training(TrinityRequest)`, `fit_answer_policy` (an answer-aware team fitted on a
-  records folder) with `write_policy`; one level down, `evaluate_policies`;
+  records folder: its `.policy` and train standing) with `write_policy`; one level down,
+  `evaluate_policies`;
 - errors: `ConsortiumError` and its tree (`consortium.core.errors`).
 """
 
@@ -43,8 +44,8 @@ if TYPE_CHECKING:
     from consortium.runtime.store import TraceStore
     from consortium.tasks.base import Grade, Grader, Task
     from consortium.tasks.registry import load_task_set
-    from consortium.train.answer_policy import fit_answer_policy
-    from consortium.train.session import TrinityRequest, run_trinity_training
+    from consortium.train.answers.policy import fit_answer_policy
+    from consortium.train.trinity.session import TrinityRequest, run_trinity_training
 
 __version__ = "0.1.0"
 
@@ -66,9 +67,9 @@ _LAZY = {
     "run_evaluation": "consortium.evaluation.entry",
     "EvolveRequest": "consortium.evolve.session",
     "run_evolve": "consortium.evolve.session",
-    "TrinityRequest": "consortium.train.session",
-    "run_trinity_training": "consortium.train.session",
-    "fit_answer_policy": "consortium.train.answer_policy",
+    "TrinityRequest": "consortium.train.trinity.session",
+    "run_trinity_training": "consortium.train.trinity.session",
+    "fit_answer_policy": "consortium.train.answers.policy",
     "write_policy": "consortium.coord.answers.folder",
 }
 

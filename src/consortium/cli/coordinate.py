@@ -83,8 +83,8 @@ def coordinate(
 
     consortium coordinate --records records/mine --cost tokens --out out/mine   # prices of 0
     """
-    from consortium.train.coordination_report.command import CoordinationRequest, run_coordination
-    from consortium.train.recorded_turns import Budget
+    from consortium.reports.coordination.command import CoordinationRequest, run_coordination
+    from consortium.train.trinity.recorded_turns import Budget
 
     request = CoordinationRequest(
         records,

@@ -19,7 +19,7 @@ from consortium.cli.options import (
     SigmaOption,
 )
 from consortium.pool.config import load_pool
-from consortium.train.settings import COMPARISON
+from consortium.train.trinity.settings import COMPARISON
 
 
 @train_app.command("compare")
@@ -40,8 +40,8 @@ def train_compare(
     """sep-CMA-ES vs REINFORCE vs random search at the same budget, mean ± std over seeds."""
     from consortium.cli.task_sets import load_tasks
     from consortium.coord.trinity.policy import default_encoder
-    from consortium.train.compare import compare_optimizers, comparison_plot, comparison_table
-    from consortium.train.session import fit_setup
+    from consortium.reports.optimizers import compare_optimizers, comparison_plot, comparison_table
+    from consortium.train.trinity.session import fit_setup
 
     config = load_pool(pool)
     train, test = load_tasks(tasks), load_tasks(test_tasks)

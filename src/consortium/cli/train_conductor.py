@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from consortium.pool.config import PoolConfig
     from consortium.tasks.base import Task, TaskSet
-    from consortium.train.conductor_stages import StageCallbacks, StagedSettings
+    from consortium.train.conductor.stages import StageCallbacks, StagedSettings
 
 
 @train_app.command("conductor")
@@ -117,9 +117,9 @@ def train_conductor(
     """
     from consortium.cli.task_sets import load_tasks
     from consortium.core.errors import ConfigError
-    from consortium.train.conductor_stages import StagedSettings
-    from consortium.train.grpo import GRPOSettings
-    from consortium.train.workflow_sft import WarmStartSettings
+    from consortium.train.conductor.grpo import GRPOSettings
+    from consortium.train.conductor.stages import StagedSettings
+    from consortium.train.conductor.workflow_sft import WarmStartSettings
 
     if method not in ("grpo", "rft"):
         raise ConfigError(f"--method must be grpo or rft, got {method!r}")
@@ -164,7 +164,7 @@ def _train(
     `jobs`: the executor's name and Ray address."""
     from consortium.core.progress import task_progress
     from consortium.runtime.dist import make_executor
-    from consortium.train.conductor_stages import train_conductor_in_stages
+    from consortium.train.conductor.stages import train_conductor_in_stages
 
     _announce(settings, len(config.names), out)
     with task_progress(err_console) as progress:
@@ -197,7 +197,7 @@ def _announce(settings: StagedSettings, workers: int, out: Path) -> None:
 def _stage_bars(progress: Progress, method: str = "grpo") -> StageCallbacks:
     """A bar per stage (held-out checks, warm start, GRPO or RFT), each step's figures in its
     label."""
-    from consortium.train.conductor_stages import StageCallbacks
+    from consortium.train.conductor.stages import StageCallbacks
 
     bars: list[TaskID] = []
 

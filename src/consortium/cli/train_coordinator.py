@@ -64,7 +64,7 @@ def train_coordinator(
     from consortium.coord.answers.folder import write_policy
     from consortium.coord.answers.kind_names import FITTED_KINDS, check_kind
     from consortium.records.store import load_records
-    from consortium.train.best_kind import fit_kind
+    from consortium.train.answers.best_kind import fit_kind
 
     check_kind(kind, FITTED_KINDS)  # before the records are read
     say_grade_warnings(load_records(records))

@@ -19,12 +19,12 @@ from consortium.cli.options import (
 from consortium.coord.trinity.defaults import ENCODER
 from consortium.core.errors import ConsortiumError
 from consortium.pool.config import load_pool
-from consortium.train.settings import ENCODER_HELP, RecordedConfig, RouterTraining
+from consortium.train.trinity.settings import ENCODER_HELP, RecordedConfig, RouterTraining
 
 if TYPE_CHECKING:
     from consortium.pool.config import PoolConfig
     from consortium.tasks.base import TaskSet
-    from consortium.train.fit import FitState
+    from consortium.train.trinity.fit import FitState
 
 RECORDED, ROUTER = RecordedConfig(), RouterTraining(RecordedConfig())
 
@@ -110,7 +110,7 @@ def train_router(
       split=train:datasets=mmlu,gsm8k,cmmlu,arc_challenge,humaneval
     """
     from consortium.cli.task_sets import load_tasks
-    from consortium.train.routing import recorded_scores
+    from consortium.train.trinity.routing import recorded_scores
 
     _check_router_choices(optimizer, reward, warm_start)
     config = load_pool(pool)
@@ -140,7 +140,7 @@ def train_router(
 
 
 def _check_router_choices(optimizer: str, reward: str, warm_start: str) -> None:
-    from consortium.train.recorded import OPTIMIZERS
+    from consortium.train.trinity.recorded import OPTIMIZERS
 
     if optimizer not in OPTIMIZERS:
         raise ConsortiumError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}")
@@ -163,7 +163,7 @@ def _train_router(
     """`train.routing.train_router` with bars for the encoding and the fit, and what it kept."""
     from consortium.coord.trinity.policy import default_encoder
     from consortium.core.progress import task_progress
-    from consortium.train.routing import train_router as run_training
+    from consortium.train.trinity.routing import train_router as run_training
 
     optimizer = training.optimizer.optimizer
     cache = default_encoder(encoder, features)

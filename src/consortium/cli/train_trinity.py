@@ -24,7 +24,7 @@ from consortium.cli.options import (
 )
 from consortium.coord.trinity.defaults import ENCODER
 from consortium.core.errors import ConsortiumError
-from consortium.train.settings import (
+from consortium.train.trinity.settings import (
     ENCODER_HELP,
     TrainConfig,
 )
@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
     from consortium.coord.trinity.policy import HeadSetup
-    from consortium.train.estimate import Estimate
-    from consortium.train.fit import FitState
-    from consortium.train.session import TrinityRequest, TrinityTraining
+    from consortium.train.trinity.estimate import Estimate
+    from consortium.train.trinity.fit import FitState
+    from consortium.train.trinity.session import TrinityRequest, TrinityTraining
 
 ONLINE = TrainConfig()
 
@@ -109,8 +109,8 @@ def train_trinity(
       datasets=mmlu,gsm8k,cmmlu,arc_challenge,humaneval
     """
     from consortium.core.progress import task_progress
-    from consortium.train.fit import checkpoint_step
-    from consortium.train.session import TrinityRequest, run_trinity_training
+    from consortium.train.trinity.fit import checkpoint_step
+    from consortium.train.trinity.session import TrinityRequest, run_trinity_training
 
     request = TrinityRequest(
         pool,
@@ -193,7 +193,7 @@ class _TrinityProgress:
         self.progress.advance(self.bars[-1])
 
     def estimated(self, estimate: Estimate) -> None:
-        from consortium.train.estimate import duration
+        from consortium.train.trinity.estimate import duration
 
         err_console.print(estimate.line())
         if not estimate.large or self.yes:

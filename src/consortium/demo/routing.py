@@ -28,8 +28,8 @@ from consortium.replay.pool import replay_pool
 from consortium.replay.tasks import ID_DATASETS, OOD_DATASETS, ReplayGrader, load_replay_tasks
 from consortium.tasks.base import TaskSet
 from consortium.tasks.registry import load_task_set
-from consortium.train.session import fit_setup, train_trinity
-from consortium.train.settings import TrainConfig
+from consortium.train.trinity.session import fit_setup, train_trinity
+from consortium.train.trinity.settings import TrainConfig
 
 SECTIONS: dict[Source, tuple[list[str], dict[str, list[str]]]] = {
     "split2": (

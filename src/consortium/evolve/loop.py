@@ -47,7 +47,7 @@ from consortium.runtime.dist import Executor, LocalExecutor
 from consortium.runtime.store import TraceStore
 from consortium.runtime.telemetry import Telemetry
 from consortium.tasks.base import Grader, Task
-from consortium.train.rollouts import minibatch
+from consortium.train.trinity.rollouts import minibatch
 
 
 @dataclass(frozen=True)

@@ -40,8 +40,8 @@ from consortium.evolve.proposal import (
     template_lead,
 )
 from consortium.runtime.caller import Caller
-from consortium.train.online import train_online
-from consortium.train.settings import RETRAIN, TrainConfig
+from consortium.train.trinity.online import train_online
+from consortium.train.trinity.settings import RETRAIN, TrainConfig
 
 __all__ = [
     "PROPOSERS",

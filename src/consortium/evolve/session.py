@@ -25,7 +25,7 @@ from consortium.runtime.store import DEFAULT_TRACES, TraceStore
 from consortium.runtime.telemetry import Telemetry
 from consortium.tasks.base import Task, TaskSet
 from consortium.tasks.registry import load_task_set
-from consortium.train.settings import RETRAIN
+from consortium.train.trinity.settings import RETRAIN
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ CHECKED_KINDS = ("example-filter", "filter-and-cluster")
 (for programs, the docstring examples), so they are fitted on code records only."""
 AUTO = "auto"
 """Not a kind of its own: every rule kind that applies, fitted, and the best on train kept
-(`train.best_kind`)."""
+(`train.answers.best_kind`)."""
 FITTED_KINDS = (AUTO, *RULE_KINDS, *TURN_KINDS)
 """What `train coordinator --kind` takes."""
 

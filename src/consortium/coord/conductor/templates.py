@@ -1,9 +1,11 @@
 """Baselines written in the workflow language, so they run through the same executor and traces:
-single model, majority vote, mixture-of-agents, debate and self-reflection."""
+single model, majority vote, mixture-of-agents, debate and self-reflection; and the family of
+fixed workflows over a roster that a conductor's choice is measured against (`workflow_family`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import combinations, permutations, product
 
 from consortium.coord.base import Outcome
 from consortium.coord.conductor.executor import WorkflowExecutor
@@ -15,6 +17,8 @@ from consortium.runtime.caller import TaskCaller
 from consortium.tasks.base import Task
 
 ANSWER = "Answer the question. End with 'The answer is …'."
+SOLVE = "Solve it."
+"""A family member's model step (on replay a step answers with its recorded sample anyway)."""
 
 
 def single(model: str) -> Workflow:
@@ -105,6 +109,37 @@ def self_reflection(model: str, rounds: int = 1) -> Workflow:
         last = len(models) - 3
         access += [(last,), (last, last + 1)]
     return build(models, subtasks, access)
+
+
+def workflow_family(roster: Sequence[str]) -> dict[str, Workflow]:
+    """Each model alone; each ordered pair, then `check` (the first answer that passes); each
+    model three times (three recorded samples), then `vote` or `check`; every model, then
+    `vote`. And cascades, whose later step runs only when `accept` confirms nothing: one model,
+    `accept` (a program that passes its examples), another; two answers (two models, or one
+    model twice), `accept` (they agree), a third model."""
+    family = {model: build([model], [SOLVE], [()]) for model in roster}
+    for first, second in permutations(roster, 2):
+        family[f"{first}, {second}, check"] = build(
+            [first, second, "check"], [SOLVE, SOLVE, ""], [(), (), "all"]
+        )
+        family[f"{first}, accept, {second}"] = build(
+            [first, "accept", second], [SOLVE, "", SOLVE], [(), (0,), ()]
+        )
+    pairs = [*combinations(roster, 2), *((model, model) for model in roster)]
+    for (first, second), last in product(pairs, roster):
+        if last not in (first, second):
+            asked = f"{first} x2" if first == second else f"{first}, {second}"
+            family[f"{asked}, accept, {last}"] = build(
+                [first, second, "accept", last], [SOLVE, SOLVE, "", SOLVE], [(), (), (0, 1), ()]
+            )
+    for model in roster:
+        for tool in ("vote", "check"):
+            family[f"{model} x3, {tool}"] = build(
+                [model] * 3 + [tool], [SOLVE] * 3 + [""], [(), (), (), "all"]
+            )
+    n = len(roster)
+    family["all, vote"] = build([*roster, "vote"], [SOLVE] * n + [""], [*([()] * n), "all"])
+    return family
 
 
 class WorkflowCoordinator:

@@ -20,7 +20,7 @@ from consortium.evaluation.recorded.runs import PolicyRun
 from consortium.evaluation.recorded.tables import outcome_table
 from consortium.evolve.guards import GuardConfig, Measured, judge
 from consortium.records.store import Records
-from consortium.train.best_kind import fit_best_kind
+from consortium.train.answers.best_kind import fit_best_kind
 
 DECISION = "decision.json"
 

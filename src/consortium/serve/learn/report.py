@@ -20,7 +20,7 @@ from consortium.evaluation.recorded.tables import outcome_table
 from consortium.evolve.guards import bootstrap_differences
 from consortium.records.store import load_records
 from consortium.serve.learn.stream import StreamPlan, StreamResult, run_stream
-from consortium.train.best_kind import fit_best_kind
+from consortium.train.answers.best_kind import fit_best_kind
 
 SETS = ("gsm8k", "math", "humaneval", "date")
 WINDOW = 50

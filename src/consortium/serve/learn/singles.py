@@ -11,7 +11,7 @@ from consortium.evaluation.recorded.rule_runs import run_rule
 from consortium.evaluation.recorded.runs import PolicyRun, train_accuracy, train_cost
 from consortium.evaluation.recorded.tables import outcome_table
 from consortium.records.store import load_records
-from consortium.train.answer_policy import fit_answer_policy
+from consortium.train.answers.policy import fit_answer_policy
 
 
 def _figures(run: PolicyRun, questions: list[int]) -> Figures:
@@ -38,7 +38,7 @@ def single_policy(records_folder: Path, which: str) -> AnswerPolicy:
         model = table.models[int(train_accuracy(table).argmax())]
     else:
         model = which
-    fitted = fit_answer_policy("single", records_folder)
+    fitted = fit_answer_policy("single", records_folder).policy
     run = run_rule(table, SingleAnswer(model), "single")
     manifest = records.manifest
     return fitted.model_copy(
