@@ -1,5 +1,5 @@
 """`make serve-learns`: reports/serve-learns.md and a learning curve per set
-(`consortium.serve.learn.report.serve_learns`)."""
+(`consortium.demo.serve_learns.report.serve_learns`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from consortium.serve.learn.report import SETS, serve_learns
+from consortium.demo.serve_learns.report import SETS, serve_learns
 
 
 def main() -> None:

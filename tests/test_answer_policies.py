@@ -264,7 +264,8 @@ def test_a_cascade_numbers_its_stages_from_one_where_its_stop_reason_names_the_s
     assert f"scorer p {caller.stages[-1].score:.2f} " in stop  # the column's figure
     # served, the reason is the x-consortium-stop header: an HTTP header is latin-1 (a 'τ' in
     # it made `serve` answer 500 to every question a cascade answered)
-    from consortium.serve.server import _decided, _headers
+    from consortium.serve.answer_account import answer_headers as _headers
+    from consortium.serve.answer_account import decided as _decided
 
     account = {"calls": 2, "models": ["a", "b"], "roles": [], "cost": 0.0, "task_id": "t"}
     headers = _headers(account | {"run_id": "r"} | _decided([outcome]))

@@ -63,7 +63,7 @@ def documented(option: str, of: str = "consortium ") -> list[str]:
 
 
 def test_serve_help_lists_every_header_the_server_sets() -> None:
-    from consortium.serve.server import _headers
+    from consortium.serve.answer_account import answer_headers as _headers
 
     account: dict[str, Any] = {"calls": 2, "models": ["a"], "roles": ["worker"], "cost": 0.5}
     account |= {"task_id": "t", "run_id": "r", "answered_by": ["a"], "stop": ["voted"]}

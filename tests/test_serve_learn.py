@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from consortium.coord.answers.folder import load_answer_policy, write_policy
+from consortium.demo.serve_learns.singles import single_policy
 from consortium.pool import Pool
 from consortium.pool.config import load_pool
 from consortium.records import load_records
@@ -29,7 +30,6 @@ from consortium.runtime.caller import Caller
 from consortium.serve.learn.explore import Exploration
 from consortium.serve.learn.learner import Learner
 from consortium.serve.learn.settings import LearnSettings
-from consortium.serve.learn.singles import single_policy
 from consortium.serve.server import EnsembleServer
 from tests.helpers import SharedRecords
 from tests.test_cli import cli, one_line_error
@@ -160,8 +160,9 @@ def test_a_refit_adopts_a_better_team_and_a_kill_9_keeps_it_and_every_label(
         assert policy["refits"][0]["adopted"] == "v1", policy["refits"]
         assert policy["version"] == "v1" and policy["adopted"] == ["v1"]
         later = _serve_traffic(url, pairs[30:], flip=False)
-        os.kill(server._process.pid, signal.SIGKILL)  # type: ignore[union-attr]
-        server._process.wait()  # type: ignore[union-attr]
+        os.kill(server.process.pid, signal.SIGKILL)
+        assert server.process.process is not None
+        server.process.process.wait()
     assert set(first) == {"v0"} and set(later) == {"v1"}
     evidence = json.loads((learn / "policies/v1/evidence.json").read_text())
     assert evidence["replaces"] == "v0" and evidence["reason"].startswith("more accurate")

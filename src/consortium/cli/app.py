@@ -44,8 +44,8 @@ COMMAND_ROOMS: dict[str, str] = {
     "eval": "evaluation",
     "record": "evaluation",
     "records": "evaluation",
-    "coordinate": "train",
-    "train": "train",
+    "coordinate": "reports",
+    "train": "reports",
     "evolve": "evolve",
     "serve": "serve",
     "replay": "replay",
@@ -55,6 +55,7 @@ COMMAND_ROOMS: dict[str, str] = {
     "pool": "pool",
     "local": "smallmodels",
     "traces": "viewer",
+    "feedback": "serve",
 }
 """Each command (and command group) under the room of the package that does its work, as
 docs/architecture.md draws the rooms: the highest room its module imports (tests/test_cli_help.py

@@ -21,7 +21,7 @@ import asyncio
 import hmac
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -31,7 +31,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from consortium.coord.base import Coordinator, Outcome
+from consortium.coord.base import Coordinator
 from consortium.coord.conductor.workflow import WorkflowError
 from consortium.core.errors import AgentError, BudgetExceeded, CoordinatorError
 from consortium.core.wire import (
@@ -44,6 +44,14 @@ from consortium.core.wire import (
 from consortium.runtime.budget import Limits
 from consortium.runtime.caller import Caller, TaskCaller
 from consortium.serve import headers as names
+from consortium.serve.answer_account import (
+    answer_headers,
+    decided,
+    finish_reason,
+    learning,
+    named,
+    usage,
+)
 from consortium.serve.fastjson import FastJSONResponse, loads
 from consortium.serve.learn.labels import label_of
 from consortium.serve.learn.learner import Learner
@@ -237,13 +245,13 @@ class EnsembleServer:
             return self._failure(502, str(error), "upstream_error", callers)
         finally:
             self._log_failed_calls(callers)
-        usage = _usage(callers)
-        account = self._account(callers) | _decided(outcomes) | _learning(version, explored)
-        headers = _headers(account)
+        used = usage(callers)
+        account = self._account(callers) | decided(outcomes) | learning(version, explored)
+        headers = answer_headers(account)
         completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
         answers = [outcome.answer for outcome in outcomes]
-        finishes = [_finish_reason(a, c) for a, c in zip(answers, callers, strict=True)]
-        payload = completion_body(completion_id, self.model_id, answers, finishes, usage)
+        finishes = [finish_reason(a, c) for a, c in zip(answers, callers, strict=True)]
+        payload = completion_body(completion_id, self.model_id, answers, finishes, used)
         payload["consortium"] = account
         shadow = None
         if self.learner is not None:
@@ -303,16 +311,16 @@ class EnsembleServer:
                 if not streamed:
                     for piece in split_text(outcome.answer, self.stream_pieces):
                         yield writer.chunk({"content": piece})
-                account = {"consortium": self._account([caller]) | _decided([outcome])}
-                finish = _finish_reason(outcome.answer, caller)
-                yield writer.chunk({}, finish, _usage([caller]), account)
+                account = {"consortium": self._account([caller]) | decided([outcome])}
+                finish = finish_reason(outcome.answer, caller)
+                yield writer.chunk({}, finish, usage([caller]), account)
                 yield writer.done()
             finally:
                 if not run.done():  # the client went away: stop spending on its answer
                     run.cancel()
                 self._log_failed_calls([caller])
 
-        headers = _named({names.TASK: caller.task_id, names.RUN: self.caller.run_id})
+        headers = named({names.TASK: caller.task_id, names.RUN: self.caller.run_id})
         return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
 
     async def _follow_pool_file(self) -> None:
@@ -350,82 +358,8 @@ class EnsembleServer:
         return account
 
     def _failure(self, status: int, message: str, code: str, callers: list[TaskCaller]) -> Response:
-        headers = _headers(self._account(callers))
+        headers = answer_headers(self._account(callers))
         return error_response(status, message, code, "consortium_error", headers=headers)
-
-
-def _usage(callers: list[TaskCaller]) -> dict[str, int]:
-    """OpenAI usage of every call the request made."""
-    made = [call for caller in callers for call in caller.made]
-    prompt = sum(c.prompt_tokens for c in made)
-    completion = sum(c.completion_tokens for c in made)
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-    }
-
-
-def _finish_reason(answer: str, caller: TaskCaller) -> str:
-    """The finish_reason of the call whose text is the answer, as its endpoint said it ("length"
-    where it cut the text at `max_tokens`); "stop" for an answer no call gave verbatim."""
-    answering = [c for c in caller.made if not c.failed and c.text == answer]
-    return (answering[-1].finish_reason if answering else None) or "stop"
-
-
-def _decided(outcomes: Sequence[Outcome]) -> dict[str, Any]:
-    """Who answered and why the policy stopped, where the policy says (answer-aware policies:
-    'stop: accepted at 1.00', 'stop: escalated' …; a failed call it went on without)."""
-    answered = [o.model for o in outcomes if o.model]
-    stops = [n.removeprefix("stop: ") for o in outcomes for n in o.notes if n.startswith("stop: ")]
-    skipped = [n for o in outcomes for n in o.notes if not n.startswith("stop: ")]
-    decided: dict[str, Any] = {}
-    if answered:
-        decided["answered_by"] = answered
-    if stops:
-        decided["stop"] = stops
-    if skipped:
-        decided["notes"] = skipped
-    return decided
-
-
-def _learning(version: str | None, explored: bool) -> dict[str, Any]:
-    """The policy version that answered and whether the request was explored (`--learn`)."""
-    said: dict[str, Any] = {}
-    if version is not None:
-        said["policy_version"] = version
-    if explored:
-        said["explored"] = True
-    return said
-
-
-def _headers(account: dict[str, Any]) -> dict[str, str]:
-    """The accounting of one answer as response headers."""
-    headers = {
-        names.CALLS: str(account["calls"]),
-        names.MODELS: ",".join(account["models"]),
-        names.ROLES: ",".join(account["roles"]),
-        names.COST: f"{account['cost']:.8f}",
-        names.TASK: account["task_id"],
-        names.RUN: account["run_id"],
-    }
-    if "answered_by" in account:
-        headers[names.ANSWERED_BY] = ",".join(account["answered_by"])
-    if "stop" in account:
-        headers[names.STOP] = "; ".join(account["stop"])
-    if "failed" in account:
-        headers[names.FAILED] = ",".join(account["failed"])
-    if "policy_version" in account:
-        headers[names.POLICY_VERSION] = account["policy_version"]
-    if account.get("explored"):
-        headers[names.EXPLORED] = "1"
-    return _named(headers)
-
-
-def _named(headers: dict[str, str]) -> dict[str, str]:
-    """Only the headers ANSWER_HEADERS names (what the help lists is all a client gets), in its
-    order."""
-    return {name: headers[name] for name in names.ANSWER_HEADERS if name in headers}
 
 
 def _to_stderr(line: str) -> None:

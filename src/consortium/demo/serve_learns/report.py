@@ -13,13 +13,13 @@ import numpy as np
 
 from consortium.coord.answers.folder import AnswerPolicy, read_policy
 from consortium.coord.answers.trinity_turns import TrinityTurns
+from consortium.demo.serve_learns.stream import StreamPlan, StreamResult, run_stream
 from consortium.evaluation.recorded.outcomes import OutcomeTable
 from consortium.evaluation.recorded.rule_runs import run_rule
 from consortium.evaluation.recorded.runs import PolicyRun
 from consortium.evaluation.recorded.tables import outcome_table
 from consortium.evolve.guards import bootstrap_differences
 from consortium.records.store import load_records
-from consortium.serve.learn.stream import StreamPlan, StreamResult, run_stream
 from consortium.train.answers.best_kind import fit_best_kind
 
 SETS = ("gsm8k", "math", "humaneval", "date")

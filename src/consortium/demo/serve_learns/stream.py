@@ -16,12 +16,12 @@ from typing import Any
 import httpx
 
 from consortium.coord.answers.folder import write_policy
+from consortium.demo.serve_learns.singles import single_policy
 from consortium.records.split import split_of
 from consortium.records.store import load_records
 from consortium.replay.launch import ReplayServerProcess
 from consortium.runtime.launch import ChildServer
 from consortium.serve.headers import COST, POLICY_VERSION
-from consortium.serve.learn.singles import single_policy
 from consortium.serve.learn.versions import policies_dir
 
 
