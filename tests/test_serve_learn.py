@@ -160,8 +160,9 @@ def test_a_refit_adopts_a_better_team_and_a_kill_9_keeps_it_and_every_label(
         assert policy["refits"][0]["adopted"] == "v1", policy["refits"]
         assert policy["version"] == "v1" and policy["adopted"] == ["v1"]
         later = _serve_traffic(url, pairs[30:], flip=False)
-        os.kill(server._process.pid, signal.SIGKILL)  # type: ignore[union-attr]
-        server._process.wait()  # type: ignore[union-attr]
+        os.kill(server.process.pid, signal.SIGKILL)
+        assert server.process.process is not None
+        server.process.process.wait()
     assert set(first) == {"v0"} and set(later) == {"v1"}
     evidence = json.loads((learn / "policies/v1/evidence.json").read_text())
     assert evidence["replaces"] == "v0" and evidence["reason"].startswith("more accurate")
