@@ -181,6 +181,7 @@ class EnsembleServer:
         if refused is not None:
             return refused
         assert self.learner is not None
+        self.learner.follow()
         return FastJSONResponse(self.learner.describe())
 
     def _not_learning(self) -> Response | None:
@@ -217,6 +218,8 @@ class EnsembleServer:
         except RequestFieldError as error:
             return error_response(400, str(error), "unsupported_field", param=error.field)
         await self._follow_pool_file()
+        if self.learner is not None:
+            self.learner.follow()  # a version another replica adopted
         request_id = f"req-{uuid.uuid4().hex[:16]}"
         task = Task(id=request_id, question=question, dataset="serve", split="")
         callers = [

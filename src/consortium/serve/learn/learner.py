@@ -1,6 +1,11 @@
 """The learning server's side of each request: what was served is queued for the traffic store,
 feedback is checked and written, a refit starts in a worker every `refit_every` labels, and an
-adopted version is swapped in through `on_adopt` (the server, between requests)."""
+adopted version is swapped in through `on_adopt` (the server, between requests).
+
+Replicas (several servers on one PostgreSQL store and one DIR): the store's refit lock lets one
+refit at a time, a refit first takes up the newest version in DIR as its incumbent, and between
+requests each replica looks in DIR (at most every `follow_every` seconds, off the request path)
+for a version adopted since it started, and swaps it in the same way."""
 
 from __future__ import annotations
 
@@ -125,6 +130,12 @@ class Learner:
         self.on_adopt: Callable[[Coordinator, str], None] = lambda coordinator, version: None
         self.refits: list[dict[str, Any]] = []
         self._refit: asyncio.Task[None] | None = None
+        newest = versions.latest(settings.folder)
+        self._known = max(versions.number(version), versions.number(newest.name) if newest else 0)
+        """The newest version this process knows of: a rollback to vK does not follow DIR's
+        later versions, only those adopted after it started."""
+        self._followed_at = time.monotonic()
+        self._following: asyncio.Task[None] | None = None
 
     def served(
         self,
@@ -172,7 +183,7 @@ class Learner:
         if label.reference is not None:
             check_reference(self.incumbent.answer_kind, label.reference, request["question"])
         await self.writer.label(label)
-        self.labelled += 1
+        self.labelled = await asyncio.to_thread(self.store.labelled_count)  # every replica's
         due = self.labelled - self._refitted_at >= self.settings.refit_every
         if due and (self._refit is None or self._refit.done()):
             self._refitted_at = self.labelled
@@ -184,28 +195,75 @@ class Learner:
         except Exception as error:  # a failed refit leaves the serving policy; say why
             self.log(f"learn: refit at {labelled} labels failed: {error}")
             return
-        if adopted is None:
-            return
-        policy, name = adopted
+        if adopted is not None:
+            await self._swap_in(*adopted)
+
+    async def _swap_in(self, policy: AnswerPolicy, name: str) -> None:
+        """Serve version `name` from the next request on, unless a newer one came first."""
         folder = str(versions.policies_dir(self.settings.folder) / name)
         coordinator = await asyncio.to_thread(self.build, folder)
+        self._known = max(self._known, versions.number(name))
+        if versions.number(name) <= versions.number(self.version):
+            return
         self.incumbent, self.version, self.serving = policy, name, folder
         self.on_adopt(coordinator, name)
         self.log(f"learn: {name} ({policy.name}) serves from now on")
 
+    def follow(self) -> None:
+        """Between requests: at most every `follow_every` seconds, look in DIR (in a worker
+        thread) for a version another replica adopted since this one started, and swap it in."""
+        now = time.monotonic()
+        if now - self._followed_at < self.settings.follow_every:
+            return
+        if self._following is not None and not self._following.done():
+            return
+        self._followed_at = now
+        self._following = asyncio.create_task(self._follow())
+
+    async def _follow(self) -> None:
+        try:
+            newer = await asyncio.to_thread(self._newer_version)
+            if newer is not None:
+                await self._swap_in(*newer)
+        except Exception as error:  # the version serving stays; say why
+            self.log(f"learn: picking up a version from {self.settings.folder} failed: {error}")
+
+    def _newer_version(self) -> tuple[AnswerPolicy, str] | None:
+        """DIR's newest version when it is newer than any this process knows of."""
+        newest = versions.latest(self.settings.folder)
+        if newest is None or versions.number(newest.name) <= self._known:
+            return None
+        return read_policy(newest), newest.name
+
     def _refit_blocking(self, labelled: int) -> tuple[AnswerPolicy, str] | None:
+        with self.store.refit_lock() as held:
+            if not held:
+                entry = {"labelled": labelled, "version": self.version, "adopted": None,
+                         "reason": "another replica is refitting"}  # fmt: skip
+                self.refits.append(entry)
+                self.log(f"learn: refit at {labelled} labels: {entry['reason']}")
+                return None
+            taken_up = self._newer_version()  # the incumbent is the newest adopted version
+            return self._refit_locked(labelled, *(taken_up or (self.incumbent, self.version)))
+
+    def _refit_locked(
+        self, labelled: int, incumbent: AnswerPolicy, version: str
+    ) -> tuple[AnswerPolicy, str] | None:
+        """The refit against `incumbent` (version `version`); the version to serve after it:
+        the one it adopted, else `version` when it is not the one serving, else None."""
+        kept = (incumbent, version) if version != self.version else None
         folder = self.settings.folder / REFITS / f"r{labelled:06d}"
-        records = export_labelled(folder, self.store.labelled(), self.incumbent, self.models)
-        entry: dict[str, Any] = {"labelled": labelled, "version": self.version}
+        records = export_labelled(folder, self.store.labelled(), incumbent, self.models)
+        entry: dict[str, Any] = {"labelled": labelled, "version": version}
         if records is None:
             entry |= {"adopted": None, "reason": "no labelled request sampled every model"}
             self.refits.append(entry)
             self.log(f"learn: refit at {labelled} labels: {entry['reason']}")
-            return None
-        outcome = refit(records, self.incumbent, self.settings.guard, self.settings.lam)
+            return kept
+        outcome = refit(records, incumbent, self.settings.guard, self.settings.lam)
         adopted = None
         if outcome.adopted is not None:
-            evidence = {**outcome.evidence, "reason": outcome.reason, "replaces": self.version}
+            evidence = {**outcome.evidence, "reason": outcome.reason, "replaces": version}
             adopted = (outcome.adopted, versions.write_version(
                 self.settings.folder, outcome.adopted, evidence
             ))  # fmt: skip
@@ -214,7 +272,7 @@ class Learner:
         self.log(
             f"learn: refit at {labelled} labels: {entry['adopted'] or 'kept'}: {outcome.reason}"
         )
-        return adopted
+        return adopted or kept
 
     def describe(self) -> dict[str, Any]:
         """What `GET /v1/policy` answers."""
@@ -230,7 +288,8 @@ class Learner:
         }
 
     async def aclose(self) -> None:
-        if self._refit is not None and not self._refit.done():
-            await self._refit
+        for task in (self._refit, self._following):
+            if task is not None and not task.done():
+                await task
         self.writer.close()
         self.store.close()

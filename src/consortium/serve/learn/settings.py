@@ -24,6 +24,8 @@ class LearnSettings:
     lam: float = 0.0
     """Cost weight of the refit's fit (`train coordinator --lam`)."""
     seed: int = 0
+    follow_every: float = 2.0
+    """Seconds between two looks in DIR for a version another replica adopted."""
     guard: GuardConfig = field(default_factory=GuardConfig)
 
     def __post_init__(self) -> None:

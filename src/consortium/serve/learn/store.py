@@ -4,15 +4,19 @@ batches, feedback checked and written in one transaction, and the labelled traff
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, insert, select, text
 
 from consortium.runtime.store import TraceStore
 from consortium.serve.learn.tables import feedback, metadata, outputs, served
+
+REFIT_LOCK = 5_402_001
+"""The PostgreSQL advisory lock a replica holds while it refits (any number; one per database)."""
 
 
 class FeedbackError(ValueError):
@@ -151,6 +155,25 @@ class TrafficStore:
         )
         with self.engine.connect() as db:
             return [dict(row._mapping) for row in db.execute(query)]
+
+    @contextmanager
+    def refit_lock(self) -> Iterator[bool]:
+        """Whether this process may refit now: on PostgreSQL, replicas share the store and one
+        holds the advisory lock while it refits (released on exit, or when its connection dies
+        with it); SQLite is one process's store, whose learner never runs two refits at once."""
+        if self.engine.dialect.name != "postgresql":
+            yield True
+            return
+        with self.engine.connect() as db:
+            held = bool(
+                db.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": REFIT_LOCK}).scalar()
+            )
+            try:
+                yield held
+            finally:
+                if held:
+                    db.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": REFIT_LOCK})
+                db.commit()
 
     def close(self) -> None:
         self.traces.close()

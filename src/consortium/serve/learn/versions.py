@@ -38,6 +38,14 @@ def version_of(policy: str, folder: Path) -> str | None:
     return None
 
 
+def number(version: str) -> int:
+    """N of the version name vN (v0: the start policy)."""
+    found = _VERSION.match(version)
+    if found is None:
+        raise ValueError(f"not a version name: {version!r}")
+    return int(found.group(1))
+
+
 def latest(folder: Path) -> Path | None:
     numbers = adopted(folder)
     return policies_dir(folder) / f"v{numbers[-1]}" if numbers else None
