@@ -199,7 +199,8 @@ def test_a_session_answers_as_one_process_per_program() -> None:
         ("while True:\n    print('x' * 4096)", {}, ""),
         ("import os, sys\nos.write(1, b'raw ')\nprint('buffered')\nos._exit(5)", {}, ""),
     ]
-    box = Sandbox(LIMITS, isolation="bwrap")
+    # a busy loop must reach its CPU second before the wall limit on a loaded machine too
+    box = Sandbox(replace(LIMITS, wall_seconds=10), isolation="bwrap")
     with SandboxSession(box) as session:
         for code, files, stdin in programs:
             alone = box.run_python(code, files=files, stdin=stdin)
