@@ -8,7 +8,7 @@ BENCHMARKS ?= ../shared/data/benchmarks
 REAL_OUTPUTS ?= ../shared/data
 DEMO_ARGS ?=
 
-.PHONY: install demo teams routing-demo serve-learns test test-all pytest-fast pytest-all test-cluster lint records coordination debates bench bench-litellm train compare evolve reliability real real-conductor conductor-adaptive conductor-reachable real-pool real-pool-stop clean
+.PHONY: install demo teams routing-demo serve-learns test test-all pytest-fast pytest-all test-cluster lint records coordination debates bench bench-litellm train compare evolve reliability real real-conductor conductor-records conductor-adaptive conductor-reachable real-pool real-pool-stop clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -118,8 +118,18 @@ real: install
 real-conductor: install
 	HF_HUB_OFFLINE=1 $(BIN)/python scripts/conductor_report.py --benchmarks $(BENCHMARKS)
 
+# SmolLM2 conducting the replay of the GSM8K records (reports/conductor-records-gsm8k.md): about
+# 1 hour on 2 cores (warm start 41 min, GRPO 16, the validity measurements 5).
+conductor-records: install records/gsm8k/manifest.json
+	HF_HUB_OFFLINE=1 $(BIN)/python scripts/conductor_report.py --records records/gsm8k --sft-steps 40 --sft-batch 4 --grpo-steps 10 --held-out 20 --train-questions 200
+
+# The adaptive conductor's claim (issue 39), reports/conductor-adaptive.md: a warm start, the
+# workflow picked on train per set, SFT on those workflows with models written by name, greedy on
+# 379 test questions. Takes about 2 hours on 2 cores (warm start 38 min, distillation 31, the
+# evaluation 30; the picks, the sampled shapes and the served teams' run a few minutes each); the
+# work folder resumes. The other runs of that issue: docs/conductor.md, their table.
 conductor-adaptive: install
-	HF_HUB_OFFLINE=1 $(BIN)/python scripts/conductor_adaptive.py --work .consortium/conductor-adaptive
+	HF_HUB_OFFLINE=1 $(BIN)/python scripts/conductor_adaptive.py --work .consortium/conductor-adaptive --out reports --worker-notes names --train-per-set 100 --sft-steps 64 --shape-questions 2 --shape-samples 4 --methods distil --distil-steps 100 --distil-ids names --lambdas 0.02 --test-per-set 100 --evaluate 'DISTIL λ=0.02'
 
 conductor-reachable: install
 	$(BIN)/python scripts/conductor_reachable.py

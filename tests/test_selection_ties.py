@@ -29,6 +29,7 @@ from consortium.reports.coordination.command import CoordinationRequest, run_coo
 from consortium.reports.coordination.pipeline import run_dataset
 from consortium.reports.coordination.report import target_lines
 from consortium.train.answers.best_kind import fit_best_kind
+from consortium.train.answers.policy import fit_answer_policy
 from consortium.train.trinity.recorded_turns import Budget
 from tests.test_cli import cli
 from tests.test_coordinate_zero_price import all_wrong_records
@@ -118,6 +119,18 @@ def test_auto_keeps_single_where_a_cascade_ties_it_on_accuracy_and_dollars(tmp_p
     assert policy.params == {"model": "cheap-a"}
     assert "5 of 6 kinds tie on train at 100.00 %: single, scorer-cascade, " in policy.selection
     assert "kept single: the cheapest, then the fewest parameters" in policy.selection
+
+
+def test_a_tied_family_names_the_member_it_kept_once(tmp_path: Path) -> None:
+    """The tie clause names the kept cascade and why; the selection line does not name it again
+    after the rule (it did: "…, then the first by name: FrugalGPT scorer cascade […]")."""
+    folder = tmp_path / "cheapest"
+    write_records(folder, toy_manifest("cheapest"), cheapest_right_rows())
+    policy = fit_answer_policy("scorer-cascade", folder).policy
+    kept = "FrugalGPT scorer cascade [cheap-a→cheap-b, τ=0.50]"
+    assert f"; kept {kept}: the cheapest, then the fewest parameters, " in policy.selection
+    assert policy.selection.endswith("then the first by name")
+    assert policy.selection.count(kept) == 2  # first of the tied ones, and the kept one
 
 
 def test_auto_keeps_single_in_tokens_on_a_zero_price_pool(tmp_path: Path) -> None:

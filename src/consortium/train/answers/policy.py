@@ -64,12 +64,21 @@ def _kept(
 
 
 def _best_of(
-    family: list[PolicyRun], what: str, train: np.ndarray, lam: float, unit: float
+    family: list[PolicyRun],
+    what: str,
+    train: np.ndarray,
+    lam: float,
+    unit: float,
+    *,
+    named: bool = False,
 ) -> tuple[PolicyRun, str]:
-    """The member with the best train objective, and how it was chosen."""
+    """The member with the best train objective, and how it was chosen (`named`: the clause
+    ends with the member's name, which a tie's clause already gives)."""
     chosen, tied = _kept(family, what, train, lam, unit)
     said = f"the {what} with the best train objective right − λ·cost (λ={lam:g})"
-    return chosen, f"{said}; {tied}" if tied else said
+    if tied:
+        return chosen, f"{said}; {tied}"
+    return chosen, f"{said}: {chosen.name}" if named else said
 
 
 def _fit(kind: str, table: OutcomeTable, lam: float) -> tuple[Rule, str]:
@@ -105,8 +114,8 @@ def _scorer_cascade(table: OutcomeTable, lam: float, unit: float) -> tuple[Rule,
     every model, each at every τ; the best train objective wins (ties: `selection.choose`)."""
     train = table.indices("train")
     family = scorer.frugal_family(table) + scorer.full_cascade_family(table)
-    chosen, said = _best_of(family, "scorer cascade", train, lam, unit)
-    return scorer.scorer_cascade_rule_of(table, chosen), f"{said}: {chosen.name}"
+    chosen, said = _best_of(family, "scorer cascade", train, lam, unit, named=True)
+    return scorer.scorer_cascade_rule_of(table, chosen), said
 
 
 def _program_filter(kind: str, table: OutcomeTable, lam: float, unit: float) -> tuple[Rule, str]:
@@ -118,13 +127,13 @@ def _program_filter(kind: str, table: OutcomeTable, lam: float, unit: float) -> 
         family = baselines.example_filter_family(table)
     else:
         family = baselines.filter_and_cluster_family(table)
-    chosen, said = _best_of(family, f"{kind} configuration", train, lam, unit)
+    chosen, said = _best_of(family, f"{kind} configuration", train, lam, unit, named=True)
     named = chosen.params["order" if kind == "example-filter" else "models"]
     models = [table.models.index(str(m)) for m in named]  # type: ignore[attr-defined]
     samples = int(str(chosen.params["samples"]))
     if kind == "example-filter":
-        return baselines.example_filter_rule(table, models, samples), f"{said}: {chosen.name}"
-    return baselines.filter_and_cluster_rule(table, models, samples), f"{said}: {chosen.name}"
+        return baselines.example_filter_rule(table, models, samples), said
+    return baselines.filter_and_cluster_rule(table, models, samples), said
 
 
 TRINITY_BUDGET = Budget(generations=25)
