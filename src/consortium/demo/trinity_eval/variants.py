@@ -1,6 +1,6 @@
-"""The routers `scripts/trinity_report.py` puts beside the trained policy on the RouterDC protocol:
-TRINITY variants, kNN and MLP routers, the per-dataset best and random routing, fitted on the
-training questions and scored on the test questions in process."""
+"""The routers the TRINITY report (`demo.trinity_eval`) puts beside the trained policy on the
+RouterDC protocol: TRINITY variants, kNN and MLP routers, the per-dataset best and random routing,
+fitted on the training questions and scored on the test questions in process."""
 
 from __future__ import annotations
 
