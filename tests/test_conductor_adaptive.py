@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -402,3 +403,17 @@ def test_naming_the_pick_reads_the_team_named_before_the_numbers() -> None:
     picks = {"x": "b, accept, a", "y": "c"}
     found = naming_the_pick(texts, ["x", "x", "x", "x", "y"], picks, ["DISTIL"])
     assert found == {"DISTIL": {"x": [2, 4], "y": [1, 1]}}
+
+
+def test_the_claims_report_is_rebuilt_from_its_json_byte_for_byte() -> None:
+    """`reports/conductor-adaptive.md` is what the builder writes from the committed JSON (no
+    run time in either: a second run of the target must reproduce the text)."""
+
+    from consortium.reports.conductor_adaptive.markdown import markdown
+
+    reports = Path(__file__).resolve().parent.parent / "reports"
+    committed = (reports / "conductor-adaptive.md").read_text()
+    summary = json.loads((reports / "conductor-adaptive.json").read_text())
+    command = re.search(r"Made by `([^`]*)`", committed)
+    assert command is not None and "seconds" not in summary
+    assert markdown(summary, command.group(1)) == committed

@@ -32,7 +32,7 @@ def rows_of(saved: list[dict[str, Any]]) -> list[ProtocolRow]:
 def test_trinity_eval_text_is_rebuilt_from_its_json() -> None:
     report = json.loads((REPORTS / "trinity-eval.json").read_text())
     rows = rows_of(report["rows"])
-    text = trinity_eval_markdown(report, rows, list(rows[0].per_dataset), report["train_seconds"])
+    text = trinity_eval_markdown(report, rows, list(rows[0].per_dataset))
     assert text == (REPORTS / "trinity-eval.md").read_text()
 
 

@@ -23,7 +23,6 @@ def trinity_eval_markdown(
     report: Mapping[str, Any],
     rows: Sequence[ProtocolRow],
     datasets: Sequence[str],
-    train_seconds: float,
 ) -> str:
     """`report`: the JSON (script, encoder, commands, pool); `rows`: its table's rows."""
     table = protocol_markdown(rows, datasets, report["pool"])
@@ -31,11 +30,11 @@ def trinity_eval_markdown(
         f"# TRINITY on the replay pool, RouterDC protocol\n\nMade by `{report['script']}` "
         f"({report['encoder']} features). The committed policy was trained and served by:\n\n"
         + "".join(f"    {c}\n" for c in report["commands"])
-        + f"\nTraining took {train_seconds:.0f} s on this machine (features cached). Its row comes "
-        "from the served run (`eval --protocol routerdc`); the other rows are fitted on the same "
-        "training questions and scored on the same test questions in process, from the recorded "
-        "outcomes. Rewards in training: the recorded score of the chosen model (the expectation "
-        "of the paper's binary reward; a declared variance reduction).\n\n" + table
+        + "\nIts row comes from the served run (`eval --protocol routerdc`); the other rows are "
+        "fitted on the same training questions and scored on the same test questions in "
+        "process, from the recorded outcomes. Rewards in training: the recorded score of the "
+        "chosen model (the expectation of the paper's binary reward; a declared variance "
+        "reduction).\n\n" + table
     )
 
 

@@ -65,13 +65,12 @@ def run_trinity_eval(request: TrinityReportRequest) -> TrinityReport:
         "encoder": request.encoder,
         "tasks": test_spec,
         **_headline(rows, name),
-        "train_seconds": round(served.train_seconds, 1),
         "commands": served.train_commands,
         "script": request.script,
         **protocol_json(rows),
     }
     datasets = list(dict.fromkeys(t.dataset for t in test))
-    text = trinity_eval_markdown(report, rows, datasets, served.train_seconds)
+    text = trinity_eval_markdown(report, rows, datasets)
     print(text)
     return TrinityReport("trinity-eval", text, report)
 

@@ -183,8 +183,7 @@ def _intro(summary: dict[str, Any], command: str) -> list[str]:
         f"{settings['lambdas']}. Test subset: "
         f"{settings['test_per_set']} questions per data set{subset_sizes(summary)} (greedy). "
         "The stages may run as "
-        "separate invocations over one work folder (it resumes); seconds of each stage's last "
-        f"invocation: {', '.join(f'{k} {v:.0f}' for k, v in summary['seconds'].items())}.",
+        "separate invocations over one work folder (it resumes).",
         "",
     ]
     if summary.get("provenance"):

@@ -75,10 +75,6 @@ def summary_of(work: Work) -> dict[str, Any]:
         if log.exists():
             logs[path.name] = [json.loads(line) for line in log.read_text().splitlines() if line]
     provenance = work.root / "PROVENANCE.md"
-    seconds = {
-        path.parent.name: json.loads(path.read_text())["seconds"]
-        for path in sorted(work.root.glob("*/seconds.json"))
-    }
     return {
         "sets": {name: info.__dict__ for name, info in work.test.sets.items()},
         "settings": work.request.settings(),
@@ -89,7 +85,6 @@ def summary_of(work: Work) -> dict[str, Any]:
         "sampled_warm": sampled,
         "examples": examples,
         "logs": logs,
-        "seconds": seconds,
         "provenance": provenance.read_text().strip() if provenance.is_file() else None,
         "team_kinds": evaluated.get("team_kinds", {}),
         "picked": evaluated.get("picked_on_train", {}),

@@ -60,9 +60,6 @@ def markdown(summary: dict[str, Any], losses: list[dict[str, float]], command: s
                 f"| {int(row['step'])} | {row['reward']:.3f} | {row.get('parsed', 0):.0%} | "
                 f"{row.get('right', 0):.0%} |"
             )
-    seconds = ", ".join(f"{k} {v:.0f} s" for k, v in summary["seconds"].items())
-    measured = sum(r["seconds"] for r in summary["validity"].values())
-    lines += ["", f"Time on 2 cores: {seconds}; validity measurements {measured:.0f} s."]
     base = summary["validity"].get("base")
     if base and base["samples"]:
         lines += ["", "A base-model completion (greedy):", "", "```", base["samples"][0], "```"]

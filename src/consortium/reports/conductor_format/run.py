@@ -45,6 +45,15 @@ LOCAL_LABELS = {
 """What the llama.cpp mode's report says of its workers and questions."""
 
 
+def untimed(value: Any) -> Any:
+    """`value` without its "seconds" entries: a report keeps what a second run reproduces."""
+    if isinstance(value, dict):
+        return {key: untimed(item) for key, item in value.items() if key != "seconds"}
+    if isinstance(value, list):
+        return [untimed(item) for item in value]
+    return value
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """The rows a trainer logged; none when the stage did not run."""
     if not path.exists():
@@ -125,7 +134,7 @@ def run_conductor_format(request: ConductorFormatRequest, setup: Setup) -> Condu
             )
         summary["grpo_log"] = read_jsonl(work / "rewards.jsonl")
         losses = read_jsonl(work / "warm-start" / "loss.jsonl")
-    summary |= setup.report
+    summary = untimed(summary) | setup.report
     summary["warm_start_loss"] = losses
     text = markdown(summary, losses, request.script)
     print(text)

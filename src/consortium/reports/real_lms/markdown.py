@@ -9,15 +9,12 @@ from typing import Any
 from consortium.reports.real_lms.request import POOL_NAME, Row
 
 
-def real_lms_markdown(
-    rows: Sequence[Row], counts: dict[str, int], command: str, seconds: float
-) -> str:
-    """`counts`: the Verifier turns (`verifier_calls`, `parsed`, `accept`, `revise`);
-    `seconds`: the whole run's wall time."""
+def real_lms_markdown(rows: Sequence[Row], counts: dict[str, int], command: str) -> str:
+    """`counts`: the Verifier turns (`verifier_calls`, `parsed`, `accept`, `revise`)."""
     lines = [
         "# Real small language models in every collaboration pattern",
         "",
-        f"Made by `{command}` in {seconds:.0f} s on this machine. "
+        f"Made by `{command}`. "
         f"Pool: {POOL_NAME}. Prices are 0 (local). The models are tiny: this shows real "
         "behaviour, calls and time, not quality.",
         "",

@@ -40,7 +40,6 @@ class RealLmsReport:
 
 def run_real_lms(request: RealLmsRequest) -> RealLmsReport:
     """Every policy on every task set over the live pool; traces in OUT/real-lms-traces.db."""
-    started = time.perf_counter()
     out = Path(request.out)
     task_sets = _task_sets(request)
     models = [SMOLLM2.name, GEMMA3.name]
@@ -63,7 +62,7 @@ def run_real_lms(request: RealLmsRequest) -> RealLmsReport:
         settings = ServerSettings(max_tokens=request.max_tokens)
         with LlamaCppServers(work / "servers", settings=settings) as servers:
             rows, counts = evaluate(task_sets, policies, servers, traces)
-    text = real_lms_markdown(rows, counts, request.script, time.perf_counter() - started)
+    text = real_lms_markdown(rows, counts, request.script)
     print(text)
     return RealLmsReport(text, real_lms_json(rows, counts), rows)
 
