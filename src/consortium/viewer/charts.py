@@ -12,7 +12,7 @@ WIDTH, HEIGHT = 900, 520
 LEFT, RIGHT, TOP, BOTTOM = 70, 230, 20, 60
 
 
-def _nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
     span = high - low
     step = 10 ** math.floor(math.log10(span / count)) if span > 0 else 1.0
     for factor in (1, 2, 5, 10):
@@ -48,7 +48,7 @@ class Scale:
     def ticks(self) -> list[float]:
         if self.log:
             return [10.0**e for e in range(int(self.low), int(self.high) + 1)]
-        return [t for t in _nice_ticks(self.low, self.high) if t <= self.high]
+        return [t for t in nice_ticks(self.low, self.high) if t <= self.high]
 
 
 def _y(accuracy: float) -> float:
