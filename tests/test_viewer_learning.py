@@ -20,6 +20,7 @@ from consortium.records.grading import grade_date
 from consortium.runtime.store import TraceStore
 from consortium.serve.learn.history import WINDOW
 from consortium.viewer.app import TraceViewer
+from consortium.viewer.charts import tick_label
 from tests.test_cli import cli, one_line_error
 from tests.test_serve import serve_process
 from tests.test_serve_learn import (  # noqa: F401 (the fixtures)
@@ -188,3 +189,9 @@ def test_the_learning_page_without_a_folder_says_how_to_get_one(tmp_path: Path) 
         reply = client.get("/learning")
     store.close()
     assert reply.status_code == 404 and "--learn DIR" in reply.text
+
+
+def test_axis_ticks_keep_their_zeros_before_the_point() -> None:
+    # the accuracy axis runs to 100 and the $ axis to small fractions: both read as written
+    labels = [tick_label(v, "cost") for v in (0, 10, 100, 5e-05, 0.00015, 1.5)]
+    assert labels == ["0", "10", "100", "0.00005", "0.00015", "1.5"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from consortium.viewer.charts import nice_ticks
+from consortium.viewer.charts import nice_ticks, tick_label
 
 WIDTH, HEIGHT = 900, 240
 LEFT, RIGHT, TOP, BOTTOM = 70, 30, 20, 45
@@ -45,7 +45,7 @@ def window_svg(
         parts.append(
             f"<line x1='{LEFT}' x2='{WIDTH - RIGHT}' y1='{y(tick):.1f}' y2='{y(tick):.1f}' "
             f"stroke='#eee'/><text x='{LEFT - 6}' y='{y(tick) + 4:.1f}' text-anchor='end'>"
-            f"{tick:.4g}</text>"
+            f"{tick_label(tick, 'cost')}</text>"
         )
     for tick in [t for t in nice_ticks(0.0, float(right_end)) if t <= right_end]:
         parts.append(
