@@ -27,19 +27,32 @@ def traces_view(
     traces: TracesOption = DEFAULT_TRACES,
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8300,
+    learn: Annotated[
+        Path | None,
+        typer.Option(
+            help="A folder of `serve --learn`: adds its page (versions, refits, accuracy and $ "
+            "per window of traffic), linked from the runs list.",
+            exists=True,
+            file_okay=False,
+        ),
+    ] = None,
 ) -> None:
     """Browse the trace store: runs, their accuracy, cost and routing plots, and each task's calls
     as a timeline (model, role, prompt, answer, verdict, tokens, cost, latency).
 
     Example: consortium traces view --traces sqlite:///consortium-traces.db, then open
-    http://127.0.0.1:8300/
+    http://127.0.0.1:8300/ (with --learn DIR, also http://127.0.0.1:8300/learning)
     """
     import uvicorn
 
     from consortium.runtime.store import TraceStore
     from consortium.viewer.app import TraceViewer
 
-    viewer = TraceViewer(TraceStore(traces))
+    if learn is not None:
+        from consortium.serve.learn.learner import answer_kind_of
+
+        answer_kind_of(learn)  # not a learning server's folder: one line now, not on the page
+    viewer = TraceViewer(TraceStore(traces), learn=learn)
     err_console.print(f"trace viewer on http://{host}:{port}/ ({traces})")
     uvicorn.run(viewer.app, host=host, port=port, log_level="warning", access_log=False)
 

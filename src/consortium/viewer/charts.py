@@ -12,7 +12,7 @@ WIDTH, HEIGHT = 900, 520
 LEFT, RIGHT, TOP, BOTTOM = 70, 230, 20, 60
 
 
-def _nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
     span = high - low
     step = 10 ** math.floor(math.log10(span / count)) if span > 0 else 1.0
     for factor in (1, 2, 5, 10):
@@ -48,20 +48,21 @@ class Scale:
     def ticks(self) -> list[float]:
         if self.log:
             return [10.0**e for e in range(int(self.low), int(self.high) + 1)]
-        return [t for t in _nice_ticks(self.low, self.high) if t <= self.high]
+        return [t for t in nice_ticks(self.low, self.high) if t <= self.high]
 
 
 def _y(accuracy: float) -> float:
     return TOP + (1 - accuracy) * (HEIGHT - TOP - BOTTOM)
 
 
-def _label(value: float, axis: str) -> str:
+def tick_label(value: float, axis: str) -> str:
     if axis == "tokens":
         return f"{value:,.0f}"
     if value == 0:
         return "0"
     digits = max(0, 2 - math.floor(math.log10(abs(value))))  # two significant digits or more
-    return f"{value:.{digits}f}".rstrip("0").rstrip(".")
+    written = f"{value:.{digits}f}"
+    return written.rstrip("0").rstrip(".") if "." in written else written  # 100 stays 100
 
 
 CHAR_W, LINE_H = 6.2, 13.0
@@ -133,7 +134,7 @@ def _axes_svg(scale: Scale, axis: str) -> list[str]:
         parts.append(
             f"<line x1='{x:.1f}' x2='{x:.1f}' y1='{TOP}' y2='{HEIGHT - BOTTOM}' stroke='#eee'/>"
             f"<text x='{x:.1f}' y='{HEIGHT - BOTTOM + 16}' text-anchor='middle'>"
-            f"{_label(tick, axis)}</text>"
+            f"{tick_label(tick, axis)}</text>"
         )
     xlabel = "USD per task" if axis == "cost" else "tokens per task (every policy cost $0)"
     if scale.log:

@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from consortium.core.errors import ConfigError
-from consortium.records.schema import answer_kind_named
 from consortium.serve.learn.labels import check_reference, label_of
-from consortium.serve.learn.learner import ANSWER_KIND
+from consortium.serve.learn.learner import answer_kind_of
 from consortium.serve.learn.store import FeedbackError, TrafficStore, store_url, unknown_id
 
 
@@ -24,10 +23,7 @@ class Imported:
 
 
 def import_labels(folder: Path, traces: str, path: Path) -> Imported:
-    kind_file = folder / ANSWER_KIND
-    if not kind_file.is_file():
-        raise ConfigError(f"{folder}: not a folder of serve --learn (no {ANSWER_KIND})")
-    kind = answer_kind_named(kind_file.read_text().strip(), str(kind_file))
+    kind = answer_kind_of(folder)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as error:

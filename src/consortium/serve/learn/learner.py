@@ -20,6 +20,7 @@ from consortium.coord.answers.folder import AnswerPolicy, read_policy
 from consortium.coord.base import Coordinator
 from consortium.core.errors import AgentError, BudgetExceeded, ConfigError
 from consortium.core.types import user
+from consortium.records.schema import AnswerKind, answer_kind_named
 from consortium.runtime.caller import CallSummary, TaskCaller
 from consortium.serve.learn import versions
 from consortium.serve.learn.explore import Exploration
@@ -39,6 +40,14 @@ from consortium.serve.learn.writer import TrafficWriter
 REFITS = "refits"
 ANSWER_KIND = "answer_kind.txt"
 """The serving policy's answer kind, in DIR: how `consortium feedback import` reads references."""
+
+
+def answer_kind_of(folder: Path) -> AnswerKind:
+    """The serving policy's answer kind, as the learning server wrote it in DIR."""
+    kind_file = folder / ANSWER_KIND
+    if not kind_file.is_file():
+        raise ConfigError(f"{folder}: not a folder of serve --learn (no {ANSWER_KIND})")
+    return answer_kind_named(kind_file.read_text().strip(), str(kind_file))
 
 
 def start_policy(settings: LearnSettings, policy: str) -> tuple[str, str]:

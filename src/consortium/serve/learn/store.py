@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, insert, select, text
+from sqlalchemy import case, func, insert, select, text
 
 from consortium.runtime.store import TraceStore
 from consortium.serve.learn.tables import feedback, metadata, outputs, served
@@ -152,6 +152,38 @@ class TrafficStore:
             )
             .join(served, served.c.response_id == feedback.c.response_id)
             .order_by(feedback.c.created_at.desc())
+        )
+        with self.engine.connect() as db:
+            return [dict(row._mapping) for row in db.execute(query)]
+
+    def history(self) -> list[dict[str, Any]]:
+        """Every served request in the order served, with its label (`correct`, `reference`:
+        both None when unlabelled) and the $ of its calls: `cost` what answering it took,
+        `shadow_cost` its exploration (the viewer's learning page)."""
+        spent = (
+            select(
+                outputs.c.response_id,
+                func.sum(case((outputs.c.shadow, 0.0), else_=outputs.c.cost_usd)).label("cost"),
+                func.sum(case((outputs.c.shadow, outputs.c.cost_usd), else_=0.0)).label("shadow"),
+            )
+            .group_by(outputs.c.response_id)
+            .subquery()
+        )
+        query = (
+            select(
+                served.c.response_id,
+                served.c.question,
+                served.c.answer,
+                served.c.version,
+                served.c.explored,
+                feedback.c.correct,
+                feedback.c.reference,
+                func.coalesce(spent.c.cost, 0.0).label("cost"),
+                func.coalesce(spent.c.shadow, 0.0).label("shadow_cost"),
+            )
+            .outerjoin(feedback, feedback.c.response_id == served.c.response_id)
+            .outerjoin(spent, spent.c.response_id == served.c.response_id)
+            .order_by(served.c.created_at, served.c.response_id)
         )
         with self.engine.connect() as db:
             return [dict(row._mapping) for row in db.execute(query)]
