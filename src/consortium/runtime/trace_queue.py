@@ -12,34 +12,22 @@ from __future__ import annotations
 
 import asyncio
 import queue
-import threading
 
 from consortium.runtime.store import TraceStore
 from consortium.runtime.store_records import CallRecord, StageRecord
+from consortium.runtime.writer_thread import WriterThread, wake
 
 _Item = tuple[CallRecord | StageRecord, asyncio.AbstractEventLoop, "asyncio.Future[None]"]
 
 
-def _settle(done: asyncio.Future[None], error: BaseException | None) -> None:
-    if done.done():  # the request was cancelled meanwhile; its row is written all the same
-        return
-    if error is None:
-        done.set_result(None)
-    else:
-        done.set_exception(error)
-
-
-class TraceQueue:
+class TraceQueue(WriterThread[_Item]):
     def __init__(self, store: TraceStore, max_batch: int = 512) -> None:
         self.store = store
         self.max_batch = max_batch
         self.batches = 0
         """Transactions committed so far (each holds one or more rows)."""
         self.rows = 0
-        self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
-        self._closed = False
-        self._thread = threading.Thread(target=self._drain, name="trace-writer", daemon=True)
-        self._thread.start()
+        super().__init__("trace-writer")
 
     async def record(self, record: CallRecord | StageRecord) -> None:
         """Queue `record`; returns once it is committed (raises what the insert raised)."""
@@ -69,15 +57,6 @@ class TraceQueue:
                 except Exception as failure:  # handed to every waiting request
                     error = failure
                 for _, loop, done in items:
-                    if not loop.is_closed():
-                        loop.call_soon_threadsafe(_settle, done, error)
+                    wake(loop, done, error)
             if len(items) < len(batch):  # the stop mark: everything queued before it is written
                 return
-
-    def close(self) -> None:
-        """Write every queued row, then stop the writer."""
-        if self._closed:
-            return
-        self._closed = True
-        self._queue.put(None)
-        self._thread.join()

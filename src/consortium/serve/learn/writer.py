@@ -7,34 +7,22 @@ from __future__ import annotations
 
 import asyncio
 import queue
-import threading
 from collections.abc import Callable
 from typing import Any
 
+from consortium.runtime.writer_thread import WriterThread, wake
 from consortium.serve.learn.store import Label, ServedRequest, TrafficStore
 
 _Settle = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]"]
-_Item = ServedRequest | tuple[str, Any, _Settle | None] | None
+_Item = ServedRequest | tuple[str, Any, _Settle | None]
 
 
-def _settle(done: asyncio.Future[None], error: BaseException | None) -> None:
-    if done.done():
-        return
-    if error is None:
-        done.set_result(None)
-    else:
-        done.set_exception(error)
-
-
-class TrafficWriter:
+class TrafficWriter(WriterThread[_Item]):
     def __init__(self, store: TrafficStore, log: Callable[[str], None], max_batch: int = 256):
         self.store = store
         self.log = log
         self.max_batch = max_batch
-        self._queue: queue.SimpleQueue[_Item] = queue.SimpleQueue()
-        self._closed = False
-        self._thread = threading.Thread(target=self._drain, name="traffic-writer", daemon=True)
-        self._thread.start()
+        super().__init__("traffic-writer")
 
     def served(self, request: ServedRequest) -> None:
         """Queue a served request's rows; returns at once."""
@@ -102,14 +90,4 @@ class TrafficWriter:
             if settle is None:
                 self.log(f"learn: shadow calls not recorded: {failure}")
         if settle is not None:
-            loop, done = settle
-            if not loop.is_closed():
-                loop.call_soon_threadsafe(_settle, done, error)
-
-    def close(self) -> None:
-        """Write everything queued, then stop the thread."""
-        if self._closed:
-            return
-        self._closed = True
-        self._queue.put(None)
-        self._thread.join()
+            wake(*settle, error)
