@@ -28,11 +28,11 @@ from consortium.coord.trinity.encoder import CachedEncoder, Encoder, SentenceEnc
 from consortium.coord.trinity.onnx_encoder import OnnxSentenceEncoder
 from consortium.coord.trinity.policy import load_policy
 from consortium.coord.trinity.static_encoder import StaticMiniLMEncoder
+from consortium.demo.trinity_eval.variants import Variants
 from consortium.replay.data import load_replay
 from consortium.replay.protocol import row_from_choices, score_matrix
 from consortium.replay.tasks import ID_DATASETS, load_replay_tasks
 from consortium.train.trinity.settings import RecordedConfig, RouterTraining
-from trinity_variants import Variants
 
 
 def main() -> None:
