@@ -17,10 +17,10 @@ from pathlib import Path
 import httpx
 
 from consortium.coord.answers.folder import write_policy
+from consortium.demo.serve_learns.singles import single_policy
 from consortium.records.store import load_records
 from consortium.replay.launch import ReplayServerProcess
 from consortium.runtime.launch import ChildServer
-from consortium.serve.learn.singles import single_policy
 
 
 def _quantile(values: list[float], q: float) -> float:
