@@ -5,7 +5,7 @@ test figure is an honest estimate."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from consortium.coord.answers.folder import AnswerPolicy
@@ -66,17 +66,20 @@ def fit_best_kind(
     created_by: str = "consortium",
     cache_dir: Path | None = None,
     say: Callable[[str], None] = lambda line: None,
+    fit_on: Collection[str] | None = None,
 ) -> AnswerPolicy:
     """The best of every applicable kind by train accuracy (ties: `selection.choose`, with cost
-    in `cost`), its selection naming each candidate's train figure and the kinds that tied."""
+    in `cost`), its selection naming each candidate's train figure and the kinds that tied.
+    `fit_on`: the ids of the questions each kind is fitted and chosen on (None: the train split)."""
     answer_kind = load_records(records_folder).manifest.answer_kind
     fitted: list[FittedPolicy] = []
     skipped: list[str] = []
     for kind in candidate_kinds(answer_kind):
         try:
             one = fit_answer_policy(
-                kind, records_folder, lam=lam, cost=cost, created_by=created_by, cache_dir=cache_dir
-            )
+                kind, records_folder, lam=lam, cost=cost, created_by=created_by,
+                cache_dir=cache_dir, fit_on=fit_on,
+            )  # fmt: skip
         except ConfigError as error:  # a kind this pool cannot form (e.g. no cheaper model)
             skipped.append(f"{kind} ({error})")
             say(f"{kind}: left out: {error}")

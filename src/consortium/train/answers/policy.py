@@ -8,6 +8,7 @@ score on that pool."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -39,7 +40,17 @@ from consortium.records.store import load_records
 from consortium.train.trinity.recorded_turns import Budget, train_head
 
 
+def fitted_part(table: OutcomeTable, fit_on: Collection[str] | None) -> OutcomeTable:
+    """`table` with the questions of ids `fit_on` as its train split and the rest as its test
+    split; `fit_on` None: the folder's own split."""
+    if fit_on is None:
+        return table
+    return replace(table, is_test=~np.isin(np.array(table.question_ids), list(fit_on)))
+
+
 def _figures(run: PolicyRun, questions: np.ndarray) -> Figures:
+    if len(questions) == 0:  # fitted on every question: no held-out part to state
+        return Figures(questions=0, accuracy=0.0, usd_per_question=0.0, calls_per_question=0.0)
     return Figures(
         questions=len(questions),
         accuracy=round(100 * float(run.correct[questions].mean()), 4),
@@ -203,6 +214,7 @@ def fit_answer_policy(
     cost: CostMeasure = "usd",
     stop: str = "accept",
     budget: Budget = TRINITY_BUDGET,
+    fit_on: Collection[str] | None = None,
 ) -> FittedPolicy:
     """The policy of `kind` fitted on the folder's train split, with its train and test figures,
     and its standing on the train split in `cost` (what `--kind auto` compares). Raises
@@ -210,12 +222,13 @@ def fit_answer_policy(
     checks programs on records that hold none. For code, `cache_dir` keeps the sandbox checks
     (the report's cache: `consortium coordinate --cache`). `cost` is what the selection's cost is
     measured in (the figures stay in dollars). `stop` and `budget`: the trinity kind's stop rule
-    and training budget."""
+    and training budget. `fit_on`: the ids of the questions fitted on, instead of the train split
+    (cross-fitting); the folder's `train` and `test` figures are then on those and on the rest."""
     _check_options(kind, stop, lam)
     records = load_records(records_folder)
     manifest = records.manifest
     _check_records(kind, records_folder, manifest)
-    table = outcome_table(records, cache_dir)
+    table = fitted_part(outcome_table(records, cache_dir), fit_on)
     measured = in_measure(table, records, cost)
     params: dict[str, object]
     if kind in TURN_KINDS:
