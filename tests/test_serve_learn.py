@@ -30,6 +30,7 @@ from consortium.runtime.caller import Caller
 from consortium.serve.learn.explore import Exploration
 from consortium.serve.learn.learner import Learner
 from consortium.serve.learn.settings import LearnSettings
+from consortium.serve.learn.store import TrafficStore
 from consortium.serve.server import EnsembleServer
 from tests.helpers import SharedRecords
 from tests.test_cli import cli, one_line_error
@@ -128,6 +129,48 @@ def test_feedback_is_taken_once_and_refused_with_one_line_otherwise(
     assert listed.returncode == 0, listed.stderr
     assert answer_id in listed.stdout and unlabelled in listed.stdout
     assert f"reference {reference}" in listed.stdout and "right" in listed.stdout
+
+
+def _stream(url: str, question: str) -> tuple[httpx.Headers, list[dict[str, Any]]]:
+    """A streamed answer: its headers and its chunks."""
+    body = {"model": "consortium", "stream": True,
+            "messages": [{"role": "user", "content": question}]}  # fmt: skip
+    with httpx.stream("POST", f"{url}/chat/completions", json=body, timeout=60) as reply:
+        assert reply.status_code == 200
+        events = [line.removeprefix("data: ") for line in reply.iter_lines() if line]
+    assert events[-1] == "[DONE]"
+    return reply.headers, [json.loads(event) for event in events[:-1]]
+
+
+def test_a_streamed_answer_is_recorded_explored_and_takes_feedback(
+    replay: Path, cheapest: Path, records: Path, tmp_path: Path
+) -> None:
+    learn = tmp_path / "learn"
+    question, reference = _train_questions(records)[0]
+    args = ("--policy", str(cheapest), "--learn", str(learn), "--explore", "1")
+    with serve_process(replay, tmp_path / "t.db", *args) as server:
+        url = f"{server.root}/v1"
+        headers, chunks = _stream(url, question)
+        assert headers["x-consortium-policy-version"] == "v0"
+        assert headers["x-consortium-explored"] == "1"
+        assert chunks[-1]["consortium"]["policy_version"] == "v0"
+        streamed_id = chunks[0]["id"]
+        assert {chunk["id"] for chunk in chunks} == {streamed_id}
+        label = _label(url, id=streamed_id, reference=reference)
+        assert label.status_code == 200, label.text
+    store = TrafficStore(f"sqlite:///{learn / 'traffic.db'}")
+    try:
+        [(request, taken, calls)] = store.labelled()
+    finally:
+        store.close()
+    answer = "".join(chunk["choices"][0]["delta"].get("content", "") for chunk in chunks)
+    assert request["response_id"] == streamed_id and request["explored"]
+    assert request["answer"] == answer and request["version"] == "v0"
+    assert taken.reference == reference
+    served = [call["model"] for call in calls if not call["shadow"]]
+    assert served == ["Llama-2-13B"]
+    shadow = {call["model"] for call in calls if call["shadow"]}
+    assert shadow == set(load_pool(replay).names) - {"Llama-2-13B"}
 
 
 def _serve_traffic(url: str, pairs: list[tuple[str, str]], flip: bool) -> list[str]:
