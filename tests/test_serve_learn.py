@@ -173,6 +173,37 @@ def test_a_streamed_answer_is_recorded_explored_and_takes_feedback(
     assert shadow == set(load_pool(replay).names) - {"Llama-2-13B"}
 
 
+def test_an_exploration_cap_reached_stays_reached_after_a_restart(
+    replay: Path, cheapest: Path, records: Path, tmp_path: Path
+) -> None:
+    learn = tmp_path / "learn"
+    (first, _), (second, _) = _train_questions(records)[:2]
+    args = ("--policy", str(cheapest), "--learn", str(learn), "--explore", "1",
+            "--explore-budget", "100", "0.000001")  # fmt: skip
+    with serve_process(replay, tmp_path / "t.db", *args) as server:
+        url = f"{server.root}/v1"
+        assert _ask(url, first).headers["x-consortium-explored"] == "1"
+        spent = _wait_for_spent(url)
+        assert "x-consortium-explored" not in _ask(url, second).headers
+    with serve_process(replay, tmp_path / "t.db", *args) as server:  # the same DIR
+        url = f"{server.root}/v1"
+        assert httpx.get(f"{url}/policy").json()["explore_spent_usd"] == pytest.approx(spent)
+        replies = [_ask(url, question) for question in (first, second)]
+        assert all("x-consortium-explored" not in reply.headers for reply in replies)
+        assert all("explored" not in reply.json()["consortium"] for reply in replies)
+
+
+def _wait_for_spent(url: str) -> float:
+    """The shadow $ once the explored request's shadow calls are charged."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        spent = float(httpx.get(f"{url}/policy", timeout=10).json()["explore_spent_usd"])
+        if spent > 0:
+            return spent
+        time.sleep(0.1)
+    raise AssertionError("no shadow $ charged in 60 s")
+
+
 def _serve_traffic(url: str, pairs: list[tuple[str, str]], flip: bool) -> list[str]:
     """Ask each question and label it with its reference, or (`flip`) with the opposite of the
     verdict its answer deserves; the versions that answered, in order."""
@@ -312,6 +343,13 @@ def test_exploration_is_seeded_and_stops_at_its_caps() -> None:
     assert not any(first.chosen() for _ in range(40))
     now[0] = 3601.0  # an hour later the cap frees again
     assert any(first.chosen() for _ in range(40))
+    restarted = Exploration(1.0, per_hour=0.5, total=None, seed=0, clock=lambda: now[0])
+    restarted.take_up(1.0, [(600.0, 0.4), (60.0, 0.6)])  # spent 10 and 1 minutes ago
+    assert not restarted.chosen() and restarted.spent == 1.0
+    now[0] += 3010.0  # the older $ left the hour, the newer not yet
+    assert not restarted.chosen()
+    now[0] += 540.0  # and the newer too
+    assert restarted.chosen()
     capped = Exploration(1.0, per_hour=None, total=0.5, seed=0)
     assert capped.chosen()
     capped.charge(0.5)

@@ -136,6 +136,9 @@ class Learner:
         self.exploration = Exploration(
             settings.explore, settings.explore_per_hour, settings.explore_total, settings.seed
         )
+        now = time.time()
+        spent, recent = self.store.shadow_spent(since=now - 3600)  # the caps outlive a restart
+        self.exploration.take_up(spent, [(now - at, cost) for at, cost in recent])
         self.on_adopt: Callable[[Coordinator, str], None] = lambda coordinator, version: None
         self.refits: list[dict[str, Any]] = []
         self._refit: asyncio.Task[None] | None = None
