@@ -30,7 +30,7 @@ from consortium.runtime.caller import Caller
 from consortium.serve.learn.explore import Exploration
 from consortium.serve.learn.learner import Learner
 from consortium.serve.learn.settings import LearnSettings
-from consortium.serve.learn.store import TrafficStore
+from consortium.serve.learn.store import Label, TrafficStore
 from consortium.serve.server import EnsembleServer
 from tests.helpers import SharedRecords
 from tests.test_cli import cli, one_line_error
@@ -202,6 +202,62 @@ def _wait_for_spent(url: str) -> float:
             return spent
         time.sleep(0.1)
     raise AssertionError("no shadow $ charged in 60 s")
+
+
+def test_labels_imported_while_serving_start_a_refit(
+    replay: Path, cheapest: Path, records: Path, tmp_path: Path
+) -> None:
+    learn = tmp_path / "learn"
+    pairs = _train_questions(records)[:3]
+    args = ("--policy", str(cheapest), "--learn", str(learn), "--refit-every", "3")
+    with serve_process(replay, tmp_path / "t.db", *args) as server:
+        url = f"{server.root}/v1"
+        ids = [_ask(url, question).json()["id"] for question, _ in pairs]
+        bulk = tmp_path / "labels.jsonl"
+        lines = [{"id": id_, "reference": ref} for id_, (_, ref) in zip(ids, pairs, strict=True)]
+        bulk.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        imported = cli("feedback", "import", str(bulk), "--learn", str(learn))
+        assert imported.returncode == 0, imported.stderr
+        policy = _wait_for_refits(url, 1)  # no POST /v1/feedback
+    assert policy["labelled"] == 3 and policy["refits"][0]["labelled"] == 3
+
+
+def test_labels_another_learner_refitted_on_start_no_second_refit(
+    cheapest: Path, records: Path, tmp_path: Path
+) -> None:
+    """Two learners on one DIR and store (replicas): the second counts the first's labels when
+    it looks in DIR, and refits only on labels no refit counted yet."""
+    settings = LearnSettings(tmp_path / "learn", refit_every=2, follow_every=0)
+    pairs = _train_questions(records)[:4]
+
+    def learner() -> Learner:
+        return Learner(settings, f"sqlite:///{tmp_path / 'traffic.db'}", str(cheapest), "v0",
+                       ["Llama-2-13B"], lambda spec: load_answer_policy(Path(spec)),
+                       lambda line: None)  # fmt: skip
+
+    async def label(by: Learner, pairs: list[tuple[str, str]]) -> None:
+        for question, reference in pairs:
+            by.served(question, question, "", None, "v0", False, [])
+            await by.feedback(Label(question, None, reference))
+
+    async def run() -> tuple[Learner, Learner, Learner]:
+        first, second = learner(), learner()
+        await label(first, pairs[:2])  # due at 2 labels: the first refits
+        await first.aclose()
+        second.follow()  # sees 2 labels: due, but refitted on already
+        await second.aclose()
+        third = learner()
+        await label(third, pairs[2:])  # 4 labels: due, and new
+        await third.aclose()
+        return first, second, third
+
+    first, second, third = asyncio.run(run())
+    assert [refit["labelled"] for refit in first.refits] == [2]
+    assert second.labelled == 2 and second.refits == []
+    assert [refit["labelled"] for refit in third.refits] == [4]
+    assert sorted(path.name for path in (settings.folder / "refits").iterdir()) == [
+        "r000002", "r000004",
+    ]  # fmt: skip
 
 
 def _serve_traffic(url: str, pairs: list[tuple[str, str]], flip: bool) -> list[str]:

@@ -26,7 +26,8 @@ class LearnSettings:
     """Cost weight of the refit's fit (`train coordinator --lam`)."""
     seed: int = 0
     follow_every: float = 2.0
-    """Seconds between two looks in DIR for a version another replica adopted."""
+    """Seconds between two looks in DIR for a version another replica adopted and for labels
+    others added to the store."""
     guard: GuardConfig = field(default_factory=GuardConfig)
 
     def __post_init__(self) -> None:
