@@ -30,6 +30,7 @@ from consortium.runtime.caller import Caller
 from consortium.serve.learn.explore import Exploration
 from consortium.serve.learn.learner import Learner
 from consortium.serve.learn.settings import LearnSettings
+from consortium.serve.learn.store import Label, TrafficStore
 from consortium.serve.server import EnsembleServer
 from tests.helpers import SharedRecords
 from tests.test_cli import cli, one_line_error
@@ -128,6 +129,135 @@ def test_feedback_is_taken_once_and_refused_with_one_line_otherwise(
     assert listed.returncode == 0, listed.stderr
     assert answer_id in listed.stdout and unlabelled in listed.stdout
     assert f"reference {reference}" in listed.stdout and "right" in listed.stdout
+
+
+def _stream(url: str, question: str) -> tuple[httpx.Headers, list[dict[str, Any]]]:
+    """A streamed answer: its headers and its chunks."""
+    body = {"model": "consortium", "stream": True,
+            "messages": [{"role": "user", "content": question}]}  # fmt: skip
+    with httpx.stream("POST", f"{url}/chat/completions", json=body, timeout=60) as reply:
+        assert reply.status_code == 200
+        events = [line.removeprefix("data: ") for line in reply.iter_lines() if line]
+    assert events[-1] == "[DONE]"
+    return reply.headers, [json.loads(event) for event in events[:-1]]
+
+
+def test_a_streamed_answer_is_recorded_explored_and_takes_feedback(
+    replay: Path, cheapest: Path, records: Path, tmp_path: Path
+) -> None:
+    learn = tmp_path / "learn"
+    question, reference = _train_questions(records)[0]
+    args = ("--policy", str(cheapest), "--learn", str(learn), "--explore", "1")
+    with serve_process(replay, tmp_path / "t.db", *args) as server:
+        url = f"{server.root}/v1"
+        headers, chunks = _stream(url, question)
+        assert headers["x-consortium-policy-version"] == "v0"
+        assert headers["x-consortium-explored"] == "1"
+        assert chunks[-1]["consortium"]["policy_version"] == "v0"
+        streamed_id = chunks[0]["id"]
+        assert {chunk["id"] for chunk in chunks} == {streamed_id}
+        label = _label(url, id=streamed_id, reference=reference)
+        assert label.status_code == 200, label.text
+    store = TrafficStore(f"sqlite:///{learn / 'traffic.db'}")
+    try:
+        [(request, taken, calls)] = store.labelled()
+    finally:
+        store.close()
+    answer = "".join(chunk["choices"][0]["delta"].get("content", "") for chunk in chunks)
+    assert request["response_id"] == streamed_id and request["explored"]
+    assert request["answer"] == answer and request["version"] == "v0"
+    assert taken.reference == reference
+    served = [call["model"] for call in calls if not call["shadow"]]
+    assert served == ["Llama-2-13B"]
+    shadow = {call["model"] for call in calls if call["shadow"]}
+    assert shadow == set(load_pool(replay).names) - {"Llama-2-13B"}
+
+
+def test_an_exploration_cap_reached_stays_reached_after_a_restart(
+    replay: Path, cheapest: Path, records: Path, tmp_path: Path
+) -> None:
+    learn = tmp_path / "learn"
+    (first, _), (second, _) = _train_questions(records)[:2]
+    args = ("--policy", str(cheapest), "--learn", str(learn), "--explore", "1",
+            "--explore-budget", "100", "0.000001")  # fmt: skip
+    with serve_process(replay, tmp_path / "t.db", *args) as server:
+        url = f"{server.root}/v1"
+        assert _ask(url, first).headers["x-consortium-explored"] == "1"
+        spent = _wait_for_spent(url)
+        assert "x-consortium-explored" not in _ask(url, second).headers
+    with serve_process(replay, tmp_path / "t.db", *args) as server:  # the same DIR
+        url = f"{server.root}/v1"
+        assert httpx.get(f"{url}/policy").json()["explore_spent_usd"] == pytest.approx(spent)
+        replies = [_ask(url, question) for question in (first, second)]
+        assert all("x-consortium-explored" not in reply.headers for reply in replies)
+        assert all("explored" not in reply.json()["consortium"] for reply in replies)
+
+
+def _wait_for_spent(url: str) -> float:
+    """The shadow $ once the explored request's shadow calls are charged."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        spent = float(httpx.get(f"{url}/policy", timeout=10).json()["explore_spent_usd"])
+        if spent > 0:
+            return spent
+        time.sleep(0.1)
+    raise AssertionError("no shadow $ charged in 60 s")
+
+
+def test_labels_imported_while_serving_start_a_refit(
+    replay: Path, cheapest: Path, records: Path, tmp_path: Path
+) -> None:
+    learn = tmp_path / "learn"
+    pairs = _train_questions(records)[:3]
+    args = ("--policy", str(cheapest), "--learn", str(learn), "--refit-every", "3")
+    with serve_process(replay, tmp_path / "t.db", *args) as server:
+        url = f"{server.root}/v1"
+        ids = [_ask(url, question).json()["id"] for question, _ in pairs]
+        bulk = tmp_path / "labels.jsonl"
+        lines = [{"id": id_, "reference": ref} for id_, (_, ref) in zip(ids, pairs, strict=True)]
+        bulk.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        imported = cli("feedback", "import", str(bulk), "--learn", str(learn))
+        assert imported.returncode == 0, imported.stderr
+        policy = _wait_for_refits(url, 1)  # no POST /v1/feedback
+    assert policy["labelled"] == 3 and policy["refits"][0]["labelled"] == 3
+
+
+def test_labels_another_learner_refitted_on_start_no_second_refit(
+    cheapest: Path, records: Path, tmp_path: Path
+) -> None:
+    """Two learners on one DIR and store (replicas): the second counts the first's labels when
+    it looks in DIR, and refits only on labels no refit counted yet."""
+    settings = LearnSettings(tmp_path / "learn", refit_every=2, follow_every=0)
+    pairs = _train_questions(records)[:4]
+
+    def learner() -> Learner:
+        return Learner(settings, f"sqlite:///{tmp_path / 'traffic.db'}", str(cheapest), "v0",
+                       ["Llama-2-13B"], lambda spec: load_answer_policy(Path(spec)),
+                       lambda line: None)  # fmt: skip
+
+    async def label(by: Learner, pairs: list[tuple[str, str]]) -> None:
+        for question, reference in pairs:
+            by.served(question, question, "", None, "v0", False, [])
+            await by.feedback(Label(question, None, reference))
+
+    async def run() -> tuple[Learner, Learner, Learner]:
+        first, second = learner(), learner()
+        await label(first, pairs[:2])  # due at 2 labels: the first refits
+        await first.aclose()
+        second.follow()  # sees 2 labels: due, but refitted on already
+        await second.aclose()
+        third = learner()
+        await label(third, pairs[2:])  # 4 labels: due, and new
+        await third.aclose()
+        return first, second, third
+
+    first, second, third = asyncio.run(run())
+    assert [refit["labelled"] for refit in first.refits] == [2]
+    assert second.labelled == 2 and second.refits == []
+    assert [refit["labelled"] for refit in third.refits] == [4]
+    assert sorted(path.name for path in (settings.folder / "refits").iterdir()) == [
+        "r000002", "r000004",
+    ]  # fmt: skip
 
 
 def _serve_traffic(url: str, pairs: list[tuple[str, str]], flip: bool) -> list[str]:
@@ -269,6 +399,13 @@ def test_exploration_is_seeded_and_stops_at_its_caps() -> None:
     assert not any(first.chosen() for _ in range(40))
     now[0] = 3601.0  # an hour later the cap frees again
     assert any(first.chosen() for _ in range(40))
+    restarted = Exploration(1.0, per_hour=0.5, total=None, seed=0, clock=lambda: now[0])
+    restarted.take_up(1.0, [(600.0, 0.4), (60.0, 0.6)])  # spent 10 and 1 minutes ago
+    assert not restarted.chosen() and restarted.spent == 1.0
+    now[0] += 3010.0  # the older $ left the hour, the newer not yet
+    assert not restarted.chosen()
+    now[0] += 540.0  # and the newer too
+    assert restarted.chosen()
     capped = Exploration(1.0, per_hour=None, total=0.5, seed=0)
     assert capped.chosen()
     capped.charge(0.5)

@@ -73,11 +73,17 @@ def answer_headers(account: dict[str, Any]) -> dict[str, str]:
         headers[names.STOP] = "; ".join(account["stop"])
     if "failed" in account:
         headers[names.FAILED] = ",".join(account["failed"])
-    if "policy_version" in account:
-        headers[names.POLICY_VERSION] = account["policy_version"]
-    if account.get("explored"):
+    return named(headers | learning_headers(account))
+
+
+def learning_headers(said: dict[str, Any]) -> dict[str, str]:
+    """The headers of what `learning` said (a streamed answer sends them before its events)."""
+    headers = {}
+    if "policy_version" in said:
+        headers[names.POLICY_VERSION] = said["policy_version"]
+    if said.get("explored"):
         headers[names.EXPLORED] = "1"
-    return named(headers)
+    return headers
 
 
 def named(headers: dict[str, str]) -> dict[str, str]:

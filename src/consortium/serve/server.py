@@ -23,6 +23,8 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from starlette.applications import Starlette
@@ -31,7 +33,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from consortium.coord.base import Coordinator
+from consortium.coord.base import Coordinator, Outcome
 from consortium.coord.conductor.workflow import WorkflowError
 from consortium.core.errors import AgentError, BudgetExceeded, CoordinatorError
 from consortium.core.wire import (
@@ -49,6 +51,7 @@ from consortium.serve.answer_account import (
     decided,
     finish_reason,
     learning,
+    learning_headers,
     named,
     usage,
 )
@@ -76,6 +79,18 @@ def question_of(messages: list[Any]) -> str:
     earlier = [f"{role}: {text}" for role, text in turns[:last_user] if text.strip()]
     question = turns[last_user][1]
     return "\n\n".join([*earlier, question]) if earlier else question
+
+
+@dataclass(frozen=True)
+class Served:
+    """One whole answer as `--learn` records it: the id the client saw, the request, what the
+    policy answered, the version that answered and whether the request is explored."""
+
+    id: str
+    task: Task
+    outcome: Outcome
+    version: str | None
+    explored: bool
 
 
 def _unique(values: list[str]) -> list[str]:
@@ -231,10 +246,10 @@ class EnsembleServer:
             )
             for index in range(options.n)
         ]
-        if options.stream:
-            return self._stream(task, callers[0])
         coordinator, version = self.coordinator, self.version  # whatever reloads meanwhile
         explored = self.learner is not None and self.learner.exploration.chosen()
+        if options.stream:
+            return self._stream(task, callers[0], coordinator, version, explored)
         try:
             outcomes = await asyncio.wait_for(
                 asyncio.gather(*(coordinator.run(task, caller) for caller in callers)),
@@ -256,30 +271,45 @@ class EnsembleServer:
         finishes = [finish_reason(a, c) for a, c in zip(answers, callers, strict=True)]
         payload = completion_body(completion_id, self.model_id, answers, finishes, used)
         payload["consortium"] = account
-        shadow = None
-        if self.learner is not None:
-            made = [call for caller in callers for call in caller.made]
-            answered = outcomes[0].model
-            self.learner.served(
-                completion_id, question, answers[0], answered, version or "", explored, made
-            )
-            if explored:
-                asked = {call.model for call in made}
-                explorer = self.caller.for_task(f"{request_id}-explore", "explore", self.limits)
-                shadow = BackgroundTask(
-                    self.learner.explore, completion_id, question, asked, explorer
-                )
-        return FastJSONResponse(payload, headers=headers, background=shadow)
+        served = Served(completion_id, task, outcomes[0], version, explored)
+        shadow = self._recorded(served, callers)
+        background = BackgroundTask(shadow) if shadow is not None else None
+        return FastJSONResponse(payload, headers=headers, background=background)
 
-    def _stream(self, task: Task, caller: TaskCaller) -> StreamingResponse:
+    def _recorded(
+        self, served: Served, callers: list[TaskCaller]
+    ) -> Callable[[], Awaitable[None]] | None:
+        """Queue what an answer served (`--learn`; streamed or not, keyed by the id the client
+        saw); the exploration to run once the answer is sent, when the request is explored."""
+        if self.learner is None:
+            return None
+        made = [call for caller in callers for call in caller.made]
+        question, answer = served.task.question, served.outcome.answer
+        self.learner.served(served.id, question, answer, served.outcome.model,
+                            served.version or "", served.explored, made)  # fmt: skip
+        if not served.explored:
+            return None
+        asked = {call.model for call in made}
+        explorer = self.caller.for_task(f"{served.task.id}-explore", "explore", self.limits)
+        return partial(self.learner.explore, served.id, question, asked, explorer)
+
+    def _stream(
+        self,
+        task: Task,
+        caller: TaskCaller,
+        coordinator: Coordinator,
+        version: str | None,
+        explored: bool,
+    ) -> StreamingResponse:
         """Server-sent events while the policy runs: the tokens of its final call as the model
         produces them (earlier steps run first; a policy with no single final call sends its
         answer when done), then the usage and the `consortium` accounting in the last chunk.
-        A failure after the stream began is an `error` event."""
+        A failure after the stream began is an `error` event. A whole answer is recorded as a
+        non-streamed one is, and explored after its last event."""
         deltas: asyncio.Queue[str] = asyncio.Queue()
         caller.stream_to = deltas.put_nowait
         writer = ChunkWriter(f"chatcmpl-{uuid.uuid4().hex[:24]}", self.model_id)
-        coordinator = self.coordinator
+        shadow: list[Callable[[], Awaitable[None]]] = []
 
         async def events() -> AsyncIterator[str]:
             run = asyncio.create_task(
@@ -311,20 +341,32 @@ class EnsembleServer:
                 except (AgentError, CoordinatorError, WorkflowError) as error:
                     yield writer.error(str(error), "upstream_error")
                     return
+                exploring = self._recorded(
+                    Served(writer.completion_id, task, outcome, version, explored), [caller]
+                )
+                shadow.extend([exploring] if exploring is not None else [])
                 if not streamed:
                     for piece in split_text(outcome.answer, self.stream_pieces):
                         yield writer.chunk({"content": piece})
-                account = {"consortium": self._account([caller]) | decided([outcome])}
+                said = self._account([caller]) | decided([outcome]) | learning(version, explored)
                 finish = finish_reason(outcome.answer, caller)
-                yield writer.chunk({}, finish, usage([caller]), account)
+                yield writer.chunk({}, finish, usage([caller]), {"consortium": said})
                 yield writer.done()
             finally:
                 if not run.done():  # the client went away: stop spending on its answer
                     run.cancel()
                 self._log_failed_calls([caller])
 
-        headers = named({names.TASK: caller.task_id, names.RUN: self.caller.run_id})
-        return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+        async def explore() -> None:
+            for exploring in shadow:
+                await exploring()
+
+        said = {names.TASK: caller.task_id, names.RUN: self.caller.run_id}
+        headers = named(said | learning_headers(learning(version, explored)))
+        return StreamingResponse(
+            events(), media_type="text/event-stream", headers=headers,
+            background=BackgroundTask(explore),
+        )  # fmt: skip
 
     async def _follow_pool_file(self) -> None:
         """Swap in the pool file's policy and pool when the file changed since it was last read

@@ -1,7 +1,8 @@
 """Labels that arrive in bulk (`consortium feedback import FILE`): a JSONL file of
 {"id", "reference"} (or {"id", "correct"}) written to DIR's traffic store, each line checked as
 `POST /v1/feedback` checks one; a line that cannot be taken is one line of the result and
-changes nothing. A running server counts them at its next refit."""
+changes nothing. A running server on DIR counts them between requests (`Learner.follow`) and
+refits when they make `--refit-every`."""
 
 from __future__ import annotations
 

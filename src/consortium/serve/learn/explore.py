@@ -1,6 +1,7 @@
 """Which requests are explored: a seeded share ε of them, while the shadow calls' $ stays under
-the caps (per rolling hour and in total). A cap is checked before a request is explored, so the
-last explored request may pass it by its own shadow calls."""
+the caps (per rolling hour and in total, what the store spent before a restart included). A cap
+is checked before a request is explored, so the last explored request may pass it by its own
+shadow calls."""
 
 from __future__ import annotations
 
@@ -40,6 +41,13 @@ class Exploration:
         while self._recent and self._recent[0][0] < hour_ago:
             self._recent.popleft()
         return sum(cost for _, cost in self._recent) < self.per_hour
+
+    def take_up(self, spent: float, recent: list[tuple[float, float]]) -> None:
+        """What was spent before this process began: `spent` in all, and `recent` as (seconds
+        ago, $) for the rolling hour."""
+        now = self.clock()
+        self.spent += spent
+        self._recent.extendleft((now - ago, cost) for ago, cost in sorted(recent))
 
     def charge(self, cost: float) -> None:
         self.spent += cost

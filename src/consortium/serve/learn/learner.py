@@ -5,7 +5,8 @@ adopted version is swapped in through `on_adopt` (the server, between requests).
 Replicas (several servers on one PostgreSQL store and one DIR): the store's refit lock lets one
 refit at a time, a refit first takes up the newest version in DIR as its incumbent, and between
 requests each replica looks in DIR (at most every `follow_every` seconds, off the request path)
-for a version adopted since it started, and swaps it in the same way."""
+for a version adopted since it started, and swaps it in the same way; it also counts the labels
+others wrote (a replica, `consortium feedback import`) toward its next refit."""
 
 from __future__ import annotations
 
@@ -48,6 +49,13 @@ def answer_kind_of(folder: Path) -> AnswerKind:
     if not kind_file.is_file():
         raise ConfigError(f"{folder}: not a folder of serve --learn (no {ANSWER_KIND})")
     return answer_kind_named(kind_file.read_text().strip(), str(kind_file))
+
+
+def last_refit(folder: Path) -> int:
+    """The labels DIR's last refit counted (by any replica: its folder's number); 0 if none."""
+    root = folder / REFITS
+    names = [path.name[1:] for path in root.glob("r*")] if root.is_dir() else []
+    return max((int(name) for name in names if name.isdigit()), default=0)
 
 
 def start_policy(settings: LearnSettings, policy: str) -> tuple[str, str]:
@@ -136,6 +144,9 @@ class Learner:
         self.exploration = Exploration(
             settings.explore, settings.explore_per_hour, settings.explore_total, settings.seed
         )
+        now = time.time()
+        spent, recent = self.store.shadow_spent(since=now - 3600)  # the caps outlive a restart
+        self.exploration.take_up(spent, [(now - at, cost) for at, cost in recent])
         self.on_adopt: Callable[[Coordinator, str], None] = lambda coordinator, version: None
         self.refits: list[dict[str, Any]] = []
         self._refit: asyncio.Task[None] | None = None
@@ -192,7 +203,12 @@ class Learner:
         if label.reference is not None:
             check_reference(self.incumbent.answer_kind, label.reference, request["question"])
         await self.writer.label(label)
-        self.labelled = await asyncio.to_thread(self.store.labelled_count)  # every replica's
+        self._count(await asyncio.to_thread(self.store.labelled_count))
+
+    def _count(self, labelled: int) -> None:
+        """Take up the store's count of labels (every replica's, `feedback import`'s) and start
+        a refit when `refit_every` arrived since the last."""
+        self.labelled = max(self.labelled, labelled)  # a count read earlier may come in later
         due = self.labelled - self._refitted_at >= self.settings.refit_every
         if due and (self._refit is None or self._refit.done()):
             self._refitted_at = self.labelled
@@ -220,7 +236,8 @@ class Learner:
 
     def follow(self) -> None:
         """Between requests: at most every `follow_every` seconds, look in DIR (in a worker
-        thread) for a version another replica adopted since this one started, and swap it in."""
+        thread) for a version another replica adopted since this one started, and swap it in;
+        and count the labels others added to the store (a replica, `feedback import`)."""
         now = time.monotonic()
         if now - self._followed_at < self.settings.follow_every:
             return
@@ -231,11 +248,15 @@ class Learner:
 
     async def _follow(self) -> None:
         try:
-            newer = await asyncio.to_thread(self._newer_version)
+            newer, labelled = await asyncio.to_thread(self._look_in_dir)
             if newer is not None:
                 await self._swap_in(*newer)
+            self._count(labelled)
         except Exception as error:  # the version serving stays; say why
-            self.log(f"learn: picking up a version from {self.settings.folder} failed: {error}")
+            self.log(f"learn: looking in {self.settings.folder} failed: {error}")
+
+    def _look_in_dir(self) -> tuple[tuple[AnswerPolicy, str] | None, int]:
+        return self._newer_version(), self.store.labelled_count()
 
     def _newer_version(self) -> tuple[AnswerPolicy, str] | None:
         """DIR's newest version when it is newer than any this process knows of."""
@@ -252,6 +273,10 @@ class Learner:
                 self.refits.append(entry)
                 self.log(f"learn: refit at {labelled} labels: {entry['reason']}")
                 return None
+            if 0 <= labelled - last_refit(self.settings.folder) < self.settings.refit_every:
+                return None  # another replica refitted on these labels (it saw them first)
+            marked = self.settings.folder / REFITS / f"r{labelled:06d}"  # for the other replicas
+            marked.mkdir(parents=True, exist_ok=True)
             taken_up = self._newer_version()  # the incumbent is the newest adopted version
             return self._refit_locked(labelled, *(taken_up or (self.incumbent, self.version)))
 
@@ -297,8 +322,9 @@ class Learner:
         }
 
     async def aclose(self) -> None:
-        for task in (self._refit, self._following):
-            if task is not None and not task.done():
-                await task
+        if self._following is not None:
+            await self._following  # it may start a refit
+        if self._refit is not None:
+            await self._refit
         self.writer.close()
         self.store.close()

@@ -20,12 +20,14 @@ class LearnSettings:
     explore_per_hour: float | None = None
     """Cap on the shadow calls' USD in a rolling hour; None: no cap."""
     explore_total: float | None = None
-    """Cap on the shadow calls' USD in all (this process); None: no cap."""
+    """Cap on the shadow calls' USD in all, what DIR's store held at start included; None:
+    no cap."""
     lam: float = 0.0
     """Cost weight of the refit's fit (`train coordinator --lam`)."""
     seed: int = 0
     follow_every: float = 2.0
-    """Seconds between two looks in DIR for a version another replica adopted."""
+    """Seconds between two looks in DIR for a version another replica adopted and for labels
+    others added to the store."""
     guard: GuardConfig = field(default_factory=GuardConfig)
 
     def __post_init__(self) -> None:

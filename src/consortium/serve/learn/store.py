@@ -113,6 +113,22 @@ class TrafficStore:
         with self.engine.connect() as db:
             return int(db.execute(select(func.count()).select_from(feedback)).scalar_one())
 
+    def shadow_spent(self, since: float) -> tuple[float, list[tuple[float, float]]]:
+        """The $ of every shadow call in the store, and (time, $) of the explored requests served
+        since `since` (`time.time()`). No time is kept per call: a request's shadow calls count at
+        its `created_at` (when it was answered; they run right after)."""
+        total = select(func.coalesce(func.sum(outputs.c.cost_usd), 0.0)).where(outputs.c.shadow)
+        recent = (
+            select(served.c.created_at, func.sum(outputs.c.cost_usd))
+            .join(outputs, outputs.c.response_id == served.c.response_id)
+            .where(outputs.c.shadow, served.c.created_at >= since)
+            .group_by(served.c.response_id, served.c.created_at)
+            .order_by(served.c.created_at)
+        )
+        with self.engine.connect() as db:
+            spent = float(db.execute(total).scalar_one())
+            return spent, [(float(at), float(cost)) for at, cost in db.execute(recent)]
+
     def labelled(self) -> list[tuple[dict[str, Any], Label, list[dict[str, Any]]]]:
         """Every labelled request with its label and its calls, in the order they were served."""
         query = (
