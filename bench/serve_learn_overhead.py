@@ -1,7 +1,10 @@
 """What `serve --learn` adds to a request: p50 / p95 client latency of `serve` and of
 `serve --learn` (no exploration, no refit: what every request pays to be recorded), both over the
-HTTP replay of one records set, asked in turn question by question (so both see the same load),
-with the difference and the ratio in one run. Pool: replay of recorded outputs of real models.
+HTTP replay of one records set, asked in turn question by question (so both see the same load;
+which of the two is asked first alternates, so neither always follows the other's writes), with
+the difference and the ratio in one run, and the median of the per-question differences (steadier
+than the difference of two medians on a loaded machine). Pool: replay of recorded outputs of real
+models.
 
     python bench/serve_learn_overhead.py --records records/date --requests 300
 """
@@ -52,7 +55,10 @@ def main() -> None:
                     question = questions[index % len(questions)]
                     body = {"model": "consortium",
                             "messages": [{"role": "user", "content": question}]}  # fmt: skip
-                    for name, server in (("serve", plain), ("serve --learn", learning)):
+                    servers = [("serve", plain), ("serve --learn", learning)]
+                    # in turn first: what one server does after answering (its writer threads)
+                    # falls on the other's next request, so neither always bears the other's
+                    for name, server in servers if index % 2 else servers[::-1]:
                         began = time.perf_counter()
                         client.post(
                             f"{server.root}/v1/chat/completions", json=body
@@ -65,6 +71,9 @@ def main() -> None:
         print(f"{name:>14}: p50 {p50[name]:.2f} ms, p95 {1000 * _quantile(values, 0.95):.2f} ms")
     added = p50["serve --learn"] - p50["serve"]
     print(f"added p50: {added:+.2f} ms (ratio {p50['serve --learn'] / p50['serve']:.3f})")
+    paired = [b - a for a, b in zip(seconds["serve"], seconds["serve --learn"], strict=True)]
+    print(f"median of the paired differences (same question, in turn): "
+          f"{1000 * statistics.median(paired):+.2f} ms")  # fmt: skip
 
 
 if __name__ == "__main__":

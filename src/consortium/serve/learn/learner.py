@@ -28,10 +28,10 @@ from consortium.serve.learn.explore import Exploration
 from consortium.serve.learn.export import export_labelled
 from consortium.serve.learn.labels import check_reference
 from consortium.serve.learn.refit import refit
+from consortium.serve.learn.rows import Served
 from consortium.serve.learn.settings import LearnSettings
 from consortium.serve.learn.store import (
     Label,
-    ServedRequest,
     TrafficStore,
     store_url,
     unknown_id,
@@ -66,31 +66,6 @@ def start_policy(settings: LearnSettings, policy: str) -> tuple[str, str]:
         return policy, named
     last = versions.latest(settings.folder)
     return (str(last), last.name) if last is not None else (policy, "v0")
-
-
-def call_rows(response_id: str, made: Sequence[CallSummary], shadow: bool) -> list[dict[str, Any]]:
-    """A request's calls as `learn_outputs` rows; a call sent without a seed is numbered by its
-    model's earlier calls in the request."""
-    counts: dict[str, int] = {}
-    rows = []
-    for call in made:
-        index = counts.get(call.model, 0)
-        counts[call.model] = index + 1
-        rows.append(
-            {
-                "response_id": response_id,
-                "model": call.model,
-                "sample": call.sample if call.sample is not None else index,
-                "response": None if call.failed else call.text,
-                "tokens_in": call.prompt_tokens,
-                "tokens_out": call.completion_tokens,
-                "cost_usd": call.cost,
-                "latency_s": call.latency,
-                "error": call.error_kind if call.failed else None,
-                "shadow": shadow,
-            }
-        )
-    return rows
 
 
 def open_learner(
@@ -167,17 +142,10 @@ class Learner:
         explored: bool,
         made: Sequence[CallSummary],
     ) -> None:
-        """Queue what a request served (returns at once)."""
-        request = {
-            "response_id": response_id,
-            "question": question,
-            "answer": answer,
-            "answered_by": answered_by,
-            "version": version,
-            "explored": explored,
-            "created_at": time.time(),
-        }
-        self.writer.served(ServedRequest(request, call_rows(response_id, made, shadow=False)))
+        """Queue what a request served (returns at once; its rows are built by the writer)."""
+        self.writer.served(
+            Served(response_id, question, answer, answered_by, version, explored, time.time(), made)
+        )
 
     async def explore(
         self, response_id: str, question: str, asked: set[str], caller: TaskCaller
@@ -191,7 +159,7 @@ class Learner:
 
         await asyncio.gather(*(ask(m) for m in self.models if m not in asked))
         self.exploration.charge(sum(call.cost for call in caller.made))
-        self.writer.shadow(call_rows(response_id, caller.made, shadow=True))
+        self.writer.shadow(response_id, list(caller.made))
 
     async def feedback(self, label: Label) -> None:
         """Check and write `label` (FeedbackError: nothing changed), then start a refit when

@@ -1,7 +1,8 @@
-"""Served traffic written off the request path: a request's rows are queued (no wait) and a
-writer thread commits whatever is queued in one transaction; feedback goes through the same
-queue, so it is checked after the rows of every request answered before it, and its caller waits
-for the commit (an acknowledged label is on disk)."""
+"""Served traffic written off the request path: what a request served is queued as it is (no
+wait, no rows built on the event loop), and a writer thread builds the rows and commits whatever
+is queued in one transaction; feedback goes through the same queue, so it is checked after the
+rows of every request answered before it, and its caller waits for the commit (an acknowledged
+label is on disk)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ import queue
 from collections.abc import Callable
 from typing import Any
 
+from consortium.runtime.caller import CallSummary
 from consortium.runtime.writer_thread import WriterThread, wake
-from consortium.serve.learn.store import Label, ServedRequest, TrafficStore
+from consortium.serve.learn.rows import Served, call_rows
+from consortium.serve.learn.store import Label, TrafficStore
 
 _Settle = tuple[asyncio.AbstractEventLoop, "asyncio.Future[None]"]
-_Item = ServedRequest | tuple[str, Any, _Settle | None]
+_Item = Served | tuple[str, Any, _Settle | None]
 
 
 class TrafficWriter(WriterThread[_Item]):
@@ -24,14 +27,15 @@ class TrafficWriter(WriterThread[_Item]):
         self.max_batch = max_batch
         super().__init__("traffic-writer")
 
-    def served(self, request: ServedRequest) -> None:
-        """Queue a served request's rows; returns at once."""
+    def served(self, request: Served) -> None:
+        """Queue what a request served; returns at once."""
         if not self._closed:
             self._queue.put(request)
 
-    def shadow(self, calls: list[dict[str, Any]]) -> None:
+    def shadow(self, response_id: str, calls: list[CallSummary]) -> None:
+        """Queue an explored request's shadow calls."""
         if not self._closed and calls:
-            self._queue.put(("shadow", calls, None))
+            self._queue.put(("shadow", (response_id, calls), None))
 
     async def label(self, label: Label) -> None:
         """Write `label` after every request queued before it; raises FeedbackError."""
@@ -51,13 +55,13 @@ class TrafficWriter(WriterThread[_Item]):
 
     def _drain(self) -> None:
         while True:
-            batch: list[ServedRequest] = []
+            batch: list[Served] = []
             item = self._queue.get()
             while True:
                 if item is None:
                     self._write(batch)
                     return
-                if isinstance(item, ServedRequest):
+                if isinstance(item, Served):
                     batch.append(item)
                 else:
                     self._write(batch)
@@ -71,9 +75,9 @@ class TrafficWriter(WriterThread[_Item]):
                     break
             self._write(batch)
 
-    def _write(self, batch: list[ServedRequest]) -> None:
+    def _write(self, batch: list[Served]) -> None:
         try:
-            self.store.write_requests(batch)
+            self.store.write_requests([served.rows() for served in batch])
         except Exception as error:  # a lost row must not stop the server: say so
             self.log(f"learn: {len(batch)} served requests not recorded: {error}")
 
@@ -84,7 +88,8 @@ class TrafficWriter(WriterThread[_Item]):
             if what == "label":
                 self.store.add_label(payload)
             elif what == "shadow":
-                self.store.add_shadow_calls(payload)
+                response_id, calls = payload
+                self.store.add_shadow_calls(call_rows(response_id, calls, shadow=True))
         except Exception as failure:
             error = failure
             if settle is None:
