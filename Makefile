@@ -35,7 +35,7 @@ teams: install $(foreach set,$(DEMO_RECORDS),records/$(set)/manifest.json)
 # serve --learn over the HTTP replay of the demo's records sets: the train split as traffic, the
 # adopted folder measured on the test split beside policies/<set>-team (docs/serve.md).
 serve-learns: install $(foreach set,$(DEMO_RECORDS),records/$(set)/manifest.json)
-	$(BIN)/python scripts/serve_learns.py --records records --policies policies --sets $(DEMO_RECORDS) --explore 1 --out reports/serve-learns.md
+	$(BIN)/python scripts/serve_learns.py --records records --policies policies --sets $(DEMO_RECORDS) --explore 1 --explore-on label --out reports/serve-learns.md
 
 # The question-only router on the scores-only replay of RouterDC's data (docs/trinity.md).
 routing-demo: install

@@ -17,12 +17,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("reports/serve-learns.md"))
     parser.add_argument("--sets", nargs="+", default=list(SETS))
     parser.add_argument("--explore", type=float, default=0.5)
+    parser.add_argument("--explore-on", choices=("answer", "label"), default="answer")
     parser.add_argument("--refit-every", type=int, default=10)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="serve-learns-") as work:
         serve_learns(
             args.records, args.policies, args.out, Path(work), sets=tuple(args.sets),
-            explore=args.explore, refit_every=args.refit_every,
+            explore=args.explore, explore_on=args.explore_on, refit_every=args.refit_every,
         )  # fmt: skip
 
 

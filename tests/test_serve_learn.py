@@ -173,6 +173,37 @@ def test_a_streamed_answer_is_recorded_explored_and_takes_feedback(
     assert shadow == set(load_pool(replay).names) - {"Llama-2-13B"}
 
 
+def test_explore_on_label_explores_the_labelled_requests_only_and_counts_them_after(
+    replay: Path, cheapest: Path, records: Path, tmp_path: Path
+) -> None:
+    """`--explore-on label`: no answer says explored; a labelled request gets every other pool
+    model's shadow call (so a refit can use it) before its label counts; an unlabelled one none."""
+    learn = tmp_path / "learn"
+    (first, reference), (second, _) = _train_questions(records)[:2]
+    args = ("--policy", str(cheapest), "--learn", str(learn), "--explore", "1",
+            "--explore-on", "label", "--refit-every", "1")  # fmt: skip
+    with serve_process(replay, tmp_path / "t.db", *args) as server:
+        url = f"{server.root}/v1"
+        replies = [_ask(url, question) for question in (first, second)]
+        assert all("x-consortium-explored" not in reply.headers for reply in replies)
+        labelled_id, unlabelled_id = (reply.json()["id"] for reply in replies)
+        assert _label(url, id=labelled_id, reference=reference).status_code == 200
+        policy = _wait_for_refits(url, 1)  # counted once its shadow calls were written
+        assert policy["explore_spent_usd"] > 0
+    store = TrafficStore(f"sqlite:///{learn / 'traffic.db'}")
+    try:
+        [(request, _, calls)] = store.labelled()
+        assert store.models_of(unlabelled_id) == {"Llama-2-13B"}
+        unlabelled = store.request(unlabelled_id)
+    finally:
+        store.close()
+    assert request["response_id"] == labelled_id and request["explored"]
+    assert unlabelled is not None and not unlabelled["explored"]
+    shadow = {call["model"] for call in calls if call["shadow"]}
+    assert shadow == set(load_pool(replay).names) - {"Llama-2-13B"}
+    assert policy["refits"][0]["reason"] != "no labelled request sampled every model"
+
+
 def test_an_exploration_cap_reached_stays_reached_after_a_restart(
     replay: Path, cheapest: Path, records: Path, tmp_path: Path
 ) -> None:

@@ -4,7 +4,7 @@ import`, and the command that lists feedback (`consortium traces feedback`)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -31,6 +31,12 @@ ExploreOption = Annotated[
     typer.Option(help="With --learn: share of requests (seeded by --seed) whose answer is "
                  "followed by shadow calls to the pool models the policy did not ask.",
                  callback=in_range("--explore", 0, 1)),
+]  # fmt: skip
+ExploreOnOption = Annotated[
+    Literal["answer", "label"],  # serve.learn.settings.ExploreOn, not imported for --help's speed
+    typer.Option(help="With --explore: explore a request once its answer is sent (answer; its "
+                 "headers say so), or once its label arrives (label: only labelled requests "
+                 "teach a refit, so the same refits cost the label share of the shadow $)."),
 ]  # fmt: skip
 ExploreBudgetOption = Annotated[
     tuple[float, float] | None,

@@ -9,6 +9,7 @@ import typer
 from consortium.cli.app import app, err_console
 from consortium.cli.learn_options import (
     ExploreBudgetOption,
+    ExploreOnOption,
     ExploreOption,
     LearnLamOption,
     LearnOption,
@@ -86,6 +87,7 @@ def serve(
     learn: LearnOption = None,
     refit_every: RefitEveryOption = 50,
     explore: ExploreOption = 0.0,
+    explore_on: ExploreOnOption = "answer",
     explore_budget: ExploreBudgetOption = None,
     learn_lam: LearnLamOption = 0.0,
 ) -> None:
@@ -105,7 +107,9 @@ def serve(
         seed=seed,
         substitute=tuple(substitute or ()),
         traces=traces,
-        learn=LearnSettings.of(learn, refit_every, explore, explore_budget, learn_lam, seed),
+        learn=LearnSettings.of(
+            learn, refit_every, explore, explore_on, explore_budget, learn_lam, seed
+        ),
     )
     serve_ensemble(config, log=_log, announce=err_console.print)
 

@@ -128,6 +128,7 @@ class EnsembleServer:
         self.learner = learner
         if learner is not None:
             learner.on_adopt = self._swap
+            learner.explorer = self._explorer
         self._reloading = asyncio.Lock()
         self.app = Starlette(
             lifespan=self._lifespan,
@@ -247,7 +248,7 @@ class EnsembleServer:
             for index in range(options.n)
         ]
         coordinator, version = self.coordinator, self.version  # whatever reloads meanwhile
-        explored = self.learner is not None and self.learner.exploration.chosen()
+        explored = self.learner is not None and self.learner.explores_answer()
         if options.stream:
             return self._stream(task, callers[0], coordinator, version, explored)
         try:
@@ -276,6 +277,10 @@ class EnsembleServer:
         background = BackgroundTask(shadow) if shadow is not None else None
         return FastJSONResponse(payload, headers=headers, background=background)
 
+    def _explorer(self, request_id: str) -> TaskCaller:
+        """The caller of a request's shadow calls (`--learn --explore`)."""
+        return self.caller.for_task(f"{request_id}-explore", "explore", self.limits)
+
     def _recorded(
         self, served: Served, callers: list[TaskCaller]
     ) -> Callable[[], Awaitable[None]] | None:
@@ -290,7 +295,7 @@ class EnsembleServer:
         if not served.explored:
             return None
         asked = {call.model for call in made}
-        explorer = self.caller.for_task(f"{served.task.id}-explore", "explore", self.limits)
+        explorer = self._explorer(served.task.id)
         return partial(self.learner.explore, served.id, question, asked, explorer)
 
     def _stream(

@@ -104,6 +104,7 @@ def serve_learns(
     *,
     sets: tuple[str, ...] = SETS,
     explore: float = 0.5,
+    explore_on: str = "answer",
     refit_every: int = 10,
     say: Callable[[str], None] = print,
 ) -> None:
@@ -117,17 +118,20 @@ def serve_learns(
         offline = _played(table, offline_policy)
         rows = []
         for run, options in RUNS.items():
-            plan = replace(StreamPlan(folder, "cheapest"), explore=explore,
+            plan = replace(StreamPlan(folder, "cheapest"), explore=explore, explore_on=explore_on,
                            refit_every=refit_every, **options)  # type: ignore[arg-type]  # fmt: skip
             result = run_stream(plan, work / name / run.replace(" ", "-"), say)
             rows.append(_row(run, result, table, team, offline))
         png = out.with_name(f"{out.stem}-{name}.png")
         _curve(png, name, rows[:2], table)
         sections.append(_section(name, rows, team, offline_policy.name, table, png.name))
-    out.write_text(_header(explore, refit_every) + "\n".join(sections), encoding="utf-8")
+    header = _header(explore, explore_on, refit_every)
+    out.write_text(header + "\n".join(sections), encoding="utf-8")
 
 
-def _header(explore: float, refit_every: int) -> str:
+def _header(explore: float, explore_on: str, refit_every: int) -> str:
+    explored = {"answer": "of the requests, once answered", "label": "of the labelled requests, "
+                "once their label came (`--explore-on label`)"}[explore_on]  # fmt: skip
     return f"""# The team learns while it serves (`serve --learn`)
 
 Made by `make serve-learns` (`scripts/serve_learns.py`). Pool: the HTTP replay of recorded outputs
@@ -137,8 +141,11 @@ Declared: the traffic is each set's train split in shuffled order (seed 0), aske
 clients of a real `consortium serve --learn`; 30 % of the requests (seeded) are labelled with the
 records' verdict, each label sent once 50 later answers came (a reference where the answer kind
 takes one, so every sample of the request is graded as the records grade it; HumanEval: a verdict
-on the served answer). Exploration ε = {explore} (no $ cap), a refit every {refit_every} labels,
-the guards' defaults (sign test, α = 0.05; or 20 % cheaper and non-inferior within 2 points).
+on the served answer). Exploration: a share ε = {explore} {explored}, each explored request asked
+of every pool model the policy did not ask (no $ cap). A refit every {refit_every} labels,
+cross-fitted (5 folds of the labelled requests by a hash of the response id, each played by the
+kind fitted on the other four; the guard judges every labelled request held out), with the
+guards' defaults (sign test, α = 0.05; or 20 % cheaper and non-inferior within 2 points).
 The adopted folder (the start policy where none was adopted) is then measured on the test split by
 the records runner (the same rule objects the server runs, played on the recorded samples: the
 parity tests hold them equal to the HTTP replay), beside the committed `policies/<set>-team`
@@ -154,7 +161,8 @@ def _section(name: str, rows: list[Row], team: PolicyRun, offline: str, table: O
     lines = [
         f"\n## {name}\n",
         f"Offline team (`policies/{name}-team`): {100 * team.correct[test].mean():.2f} % at "
-        f"${team.cost[test].mean():.5f} a question; offline λ = 0.02 fit: `{offline}`.\n",
+        f"${team.cost[test].mean():.5f} a question; offline λ = 0.02 fit: `{offline}`. "
+        f"{_shadow_pass(table)}\n",
         "| run | adopted | serving at the end | test accuracy, $/q | vs team (points) | "
         "vs offline λ=0.02 | $ vs offline | exploration share | stream vs start | labels |",
         "|---|---|---|---|---|---|---|---|---|---|",
@@ -169,6 +177,17 @@ def _section(name: str, rows: list[Row], team: PolicyRun, offline: str, table: O
         )
     lines.append(f"\n![served accuracy and $ per window of {WINDOW} requests]({png})\n")
     return "\n".join(lines)
+
+
+def _shadow_pass(table: OutcomeTable) -> str:
+    """What exploring one request costs beside the cheapest model's answer (the floor of the
+    exploration share from the cheapest start)."""
+    train = table.indices("train")
+    costs = sorted(table.mean_cost(m, train) for m in range(table.n_models))
+    return (
+        f"A shadow pass (every model but the cheapest, one sample) costs ${sum(costs[1:]):.5f}, "
+        f"{sum(costs[1:]) / costs[0]:.0f}× the cheapest model's answer (train means)."
+    )
 
 
 def _labels(result: StreamResult) -> str:

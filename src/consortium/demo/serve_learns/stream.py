@@ -38,6 +38,8 @@ class StreamPlan:
     """verdict (the records' verdict, as a reference where the kind takes one), or flipped."""
     clients: int = 16
     explore: float = 0.25
+    explore_on: str = "answer"
+    """`serve --explore-on`: answer or label."""
     refit_every: int = 20
     seed: int = 0
 
@@ -93,7 +95,8 @@ def run_stream(plan: StreamPlan, work: Path, say: Any = print) -> StreamResult:
         server = ChildServer(
             "serve", "--pool", str(pool), "--policy", str(start), "--learn", str(learn),
             "--traces", f"sqlite:///{work / 'traces.db'}", "--refit-every", str(plan.refit_every),
-            "--explore", str(plan.explore), "--learn-lam", str(plan.lam), "--seed", str(plan.seed),
+            "--explore", str(plan.explore), "--explore-on", plan.explore_on,
+            "--learn-lam", str(plan.lam), "--seed", str(plan.seed),
             ready_path="/health", label="serve --learn", env={"CONSORTIUM_SERVE_TOKEN": ""},
         )  # fmt: skip
         with server:

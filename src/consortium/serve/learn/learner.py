@@ -123,6 +123,10 @@ class Learner:
         spent, recent = self.store.shadow_spent(since=now - 3600)  # the caps outlive a restart
         self.exploration.take_up(spent, [(now - at, cost) for at, cost in recent])
         self.on_adopt: Callable[[Coordinator, str], None] = lambda coordinator, version: None
+        self.explorer: Callable[[str], TaskCaller] | None = None
+        """The server's caller for a request's shadow calls (by response id): what `--explore-on
+        label` explores with when a label arrives."""
+        self._exploring: set[asyncio.Task[None]] = set()
         self.refits: list[dict[str, Any]] = []
         self._refit: asyncio.Task[None] | None = None
         newest = versions.latest(settings.folder)
@@ -146,6 +150,11 @@ class Learner:
         self.writer.served(
             Served(response_id, question, answer, answered_by, version, explored, time.time(), made)
         )
+
+    def explores_answer(self) -> bool:
+        """Whether the request being answered is explored (one seeded draw a request, under
+        `--explore-on answer`)."""
+        return self.settings.explore_on == "answer" and self.exploration.chosen()
 
     async def explore(
         self, response_id: str, question: str, asked: set[str], caller: TaskCaller
@@ -171,6 +180,26 @@ class Learner:
         if label.reference is not None:
             check_reference(self.incumbent.answer_kind, label.reference, request["question"])
         await self.writer.label(label)
+        labelled = self.explorer is not None and self.settings.explore_on == "label"
+        if labelled and self.exploration.chosen():  # count the label once its samples are in
+            task = asyncio.create_task(self._explore_labelled(request))
+            self._exploring.add(task)
+            task.add_done_callback(self._exploring.discard)
+            return
+        self._count(await asyncio.to_thread(self.store.labelled_count))
+
+    async def _explore_labelled(self, request: dict[str, Any]) -> None:
+        """`--explore-on label`: the shadow calls of a request whose label came, then the label
+        counted toward the next refit (which then sees every model's sample of it)."""
+        response_id = str(request["response_id"])
+        assert self.explorer is not None
+        try:
+            asked = await asyncio.to_thread(self.store.models_of, response_id)
+            await self.explore(response_id, str(request["question"]), asked,
+                               self.explorer(response_id))  # fmt: skip
+            await self.writer.flush()
+        except Exception as error:  # the label stands; its request stays unexplored
+            self.log(f"learn: exploring {response_id} on its label failed: {error}")
         self._count(await asyncio.to_thread(self.store.labelled_count))
 
     def _count(self, labelled: int) -> None:
@@ -290,6 +319,7 @@ class Learner:
         }
 
     async def aclose(self) -> None:
+        await asyncio.gather(*self._exploring)  # each may start a refit
         if self._following is not None:
             await self._following  # it may start a refit
         if self._refit is not None:

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal, get_args
 
 from consortium.core.errors import ConfigError
 from consortium.evolve.guards import GuardConfig
+
+ExploreOn = Literal["answer", "label"]
+"""When a request is explored: once its answer is sent (its headers say so), or once its label
+arrives (only labelled requests teach a refit, so the same refit data costs the label share)."""
 
 
 @dataclass(frozen=True)
@@ -16,7 +21,9 @@ class LearnSettings:
     refit_every: int = 50
     """Labelled requests between two refits."""
     explore: float = 0.0
-    """Share of requests explored with shadow calls (seeded by `seed`)."""
+    """Share of requests explored with shadow calls (seeded by `seed`): of those answered, or of
+    those labelled (`explore_on`)."""
+    explore_on: ExploreOn = "answer"
     explore_per_hour: float | None = None
     """Cap on the shadow calls' USD in a rolling hour; None: no cap."""
     explore_total: float | None = None
@@ -35,6 +42,8 @@ class LearnSettings:
             raise ConfigError(f"--refit-every must be >= 1, got {self.refit_every}")
         if not 0 <= self.explore <= 1:
             raise ConfigError(f"--explore must be from 0 to 1, got {self.explore}")
+        if self.explore_on not in get_args(ExploreOn):
+            raise ConfigError(f"--explore-on must be answer or label, got {self.explore_on!r}")
         if self.lam < 0:
             raise ConfigError(f"--learn-lam must be >= 0, got {self.lam}")
 
@@ -44,6 +53,7 @@ class LearnSettings:
         folder: Path | None,
         refit_every: int,
         explore: float,
+        explore_on: ExploreOn,
         explore_budget: tuple[float, float] | None,
         lam: float,
         seed: int,
@@ -52,4 +62,4 @@ class LearnSettings:
         if folder is None:
             return None
         per_hour, total = explore_budget if explore_budget is not None else (None, None)
-        return cls(folder, refit_every, explore, per_hour, total, lam, seed)
+        return cls(folder, refit_every, explore, explore_on, per_hour, total, lam, seed)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import case, func, insert, select, text
+from sqlalchemy import case, func, insert, select, text, update
 
 from consortium.runtime.store import TraceStore
 from consortium.serve.learn.tables import feedback, metadata, outputs, served
@@ -72,9 +72,15 @@ class TrafficStore:
                 db.execute(insert(outputs), calls)
 
     def add_shadow_calls(self, calls: Sequence[dict[str, Any]]) -> None:
+        """Store an explored request's shadow calls, and mark it explored (under `--explore-on
+        label` it was not when it was served)."""
         if calls:
+            ids = {call["response_id"] for call in calls}
             with self.engine.begin() as db:
                 db.execute(insert(outputs), list(calls))
+                db.execute(
+                    update(served).where(served.c.response_id.in_(ids)).values(explored=True)
+                )
 
     def add_label(self, label: Label) -> None:
         """Store `label`; FeedbackError (nothing written) for an id never served here or one
@@ -108,6 +114,14 @@ class TrafficStore:
         with self.engine.connect() as db:
             row = db.execute(select(served).where(served.c.response_id == response_id)).first()
         return dict(row._mapping) if row else None
+
+    def models_of(self, response_id: str) -> set[str]:
+        """The models with a recorded call of the request (served or shadow)."""
+        with self.engine.connect() as db:
+            rows = db.execute(
+                select(outputs.c.model).where(outputs.c.response_id == response_id).distinct()
+            )
+            return {str(row.model) for row in rows}
 
     def labelled_count(self) -> int:
         with self.engine.connect() as db:
