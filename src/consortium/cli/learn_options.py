@@ -1,5 +1,5 @@
-"""The options of `serve --learn` (one line each in `serve`'s signature) and `consortium feedback
-import`, and the command that lists feedback (`consortium traces feedback`)."""
+"""The options of `serve --learn` (one line each in `serve`'s signature), `consortium feedback
+import` and `export`, and the command that lists feedback (`consortium traces feedback`)."""
 
 from __future__ import annotations
 
@@ -72,6 +72,32 @@ def feedback_import(
     console.print(f"{result.taken} labels taken, {len(result.refused)} refused")
     if result.refused:
         raise typer.Exit(1)
+
+
+@feedback_app.command("export")
+def feedback_export(
+    learn: LearnDirOption,
+    out: Annotated[Path, typer.Option(help="The records folder to write (new or empty).")],
+    policy: Annotated[
+        Path | None,
+        typer.Option(
+            help="The policy folder whose answer kind and prices the records state. Default: "
+            "DIR's newest adopted version (DIR/policies/vN); needed when DIR adopted none, as DIR "
+            "does not record the policy serve started from (give that one).",
+            exists=True,
+            show_default=False,
+        ),
+    ] = None,
+    traces: TracesOption = DEFAULT_TRACES,
+) -> None:
+    """DIR's labelled traffic as a records folder, as a refit exports it: the labelled requests
+    with a sample of every model DIR's traffic asked (DIR does not record the pool file: a model
+    never asked is no pool model here). `train coordinator --records OUT` and `evolve --tasks
+    records:path=OUT` take it."""
+    from consortium.serve.learn.export_folder import export_traffic
+
+    exported = export_traffic(learn, traces, out, policy)
+    console.print(exported.summary(), highlight=False, markup=False)
 
 
 @traces_app.command("feedback")

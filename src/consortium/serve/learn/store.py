@@ -123,6 +123,12 @@ class TrafficStore:
             )
             return {str(row.model) for row in rows}
 
+    def models_asked(self) -> list[str]:
+        """Every model with a recorded call of any request (served or shadow), by name."""
+        with self.engine.connect() as db:
+            rows = db.execute(select(outputs.c.model).distinct())
+            return sorted(str(row.model) for row in rows)
+
     def labelled_count(self) -> int:
         with self.engine.connect() as db:
             return int(db.execute(select(func.count()).select_from(feedback)).scalar_one())
