@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -289,6 +290,36 @@ def test_labels_another_learner_refitted_on_start_no_second_refit(
     assert sorted(path.name for path in (settings.folder / "refits").iterdir()) == [
         "r000002", "r000004",
     ]  # fmt: skip
+
+
+def test_labels_that_came_during_a_refit_start_the_next_when_it_ends(
+    cheapest: Path, records: Path, tmp_path: Path
+) -> None:
+    """Labels arriving while a refit runs are not lost to it: when it ends, they start the next
+    refit at once, though no label comes after them (the end of a stream)."""
+    settings = LearnSettings(tmp_path / "learn", refit_every=2, follow_every=3600)
+    learner = Learner(settings, f"sqlite:///{tmp_path / 'traffic.db'}", str(cheapest), "v0",
+                      ["Llama-2-13B"], lambda spec: load_answer_policy(Path(spec)),
+                      lambda line: None)  # fmt: skip
+    pairs = _train_questions(records)[:5]
+    labelled_all = threading.Event()
+    refit = learner._refit_blocking
+
+    def held_refit(labelled: int) -> Any:
+        labelled_all.wait(60)  # the first refit runs until every label came
+        return refit(labelled)
+
+    learner._refit_blocking = held_refit  # type: ignore[method-assign]
+
+    async def run() -> None:
+        for question, reference in pairs:  # the first refit starts at 2; 3 more come meanwhile
+            learner.served(question, question, "", None, "v0", False, [])
+            await learner.feedback(Label(question, None, reference))
+        labelled_all.set()
+        await learner.aclose()
+
+    asyncio.run(run())
+    assert [refit["labelled"] for refit in learner.refits] == [2, 5]
 
 
 def _serve_traffic(url: str, pairs: list[tuple[str, str]], flip: bool) -> list[str]:

@@ -104,3 +104,18 @@ class ChunkWriter:
 def split_text(text: str, pieces: int) -> list[str]:
     size = max(1, -(-len(text) // max(1, pieces)))
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def question_of(messages: list[Any]) -> str:
+    """The text a coordinator answers: the last user message, after the earlier turns."""
+    turns = [
+        (str(m.get("role", "user")), content_text(m.get("content")))
+        for m in messages
+        if isinstance(m, dict)
+    ]
+    last_user = max((i for i, (role, _) in enumerate(turns) if role == "user"), default=None)
+    if last_user is None:
+        return ""
+    earlier = [f"{role}: {text}" for role, text in turns[:last_user] if text.strip()]
+    question = turns[last_user][1]
+    return "\n\n".join([*earlier, question]) if earlier else question

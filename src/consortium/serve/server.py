@@ -39,8 +39,8 @@ from consortium.core.errors import AgentError, BudgetExceeded, CoordinatorError
 from consortium.core.wire import (
     ChunkWriter,
     completion_body,
-    content_text,
     error_response,
+    question_of,
     split_text,
 )
 from consortium.runtime.budget import Limits
@@ -66,21 +66,6 @@ from consortium.tasks.base import Task
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
-def question_of(messages: list[Any]) -> str:
-    """The text a coordinator answers: the last user message, after the earlier turns."""
-    turns = [
-        (str(m.get("role", "user")), content_text(m.get("content")))
-        for m in messages
-        if isinstance(m, dict)
-    ]
-    last_user = max((i for i, (role, _) in enumerate(turns) if role == "user"), default=None)
-    if last_user is None:
-        return ""
-    earlier = [f"{role}: {text}" for role, text in turns[:last_user] if text.strip()]
-    question = turns[last_user][1]
-    return "\n\n".join([*earlier, question]) if earlier else question
-
-
 @dataclass(frozen=True)
 class Served:
     """One whole answer as `--learn` records it: the id the client saw, the request, what the
@@ -91,10 +76,6 @@ class Served:
     outcome: Outcome
     version: str | None
     explored: bool
-
-
-def _unique(values: list[str]) -> list[str]:
-    return list(dict.fromkeys(values))
 
 
 class EnsembleServer:
@@ -396,13 +377,13 @@ class EnsembleServer:
         made = [call for caller in callers for call in caller.made]
         account: dict[str, Any] = {
             "calls": len(made),
-            "models": _unique([c.model for c in made]),
-            "roles": _unique([c.role for c in made]),
+            "models": list(dict.fromkeys(c.model for c in made)),
+            "roles": list(dict.fromkeys(c.role for c in made)),
             "cost": sum(c.cost for c in made),
             "task_id": ",".join(caller.task_id for caller in callers),
             "run_id": self.caller.run_id,
         }
-        failed = _unique([c.model for c in made if c.failed])
+        failed = list(dict.fromkeys(c.model for c in made if c.failed))
         if failed:
             account["failed"] = failed
         return account

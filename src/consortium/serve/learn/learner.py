@@ -216,9 +216,13 @@ class Learner:
             adopted = await asyncio.to_thread(self._refit_blocking, labelled)
         except Exception as error:  # a failed refit leaves the serving policy; say why
             self.log(f"learn: refit at {labelled} labels failed: {error}")
-            return
+            adopted = None
         if adopted is not None:
             await self._swap_in(*adopted)
+        # labels that came while it ran were not counted: they start the next refit now, not
+        # only when one more label comes (after the last label of a stream, none comes)
+        self._refit = None
+        self._count(self.labelled)
 
     async def _swap_in(self, policy: AnswerPolicy, name: str) -> None:
         """Serve version `name` from the next request on, unless a newer one came first."""
@@ -322,7 +326,7 @@ class Learner:
         await asyncio.gather(*self._exploring)  # each may start a refit
         if self._following is not None:
             await self._following  # it may start a refit
-        if self._refit is not None:
-            await self._refit
+        while self._refit is not None and not self._refit.done():
+            await self._refit  # it may start the next, on labels that came meanwhile
         self.writer.close()
         self.store.close()
