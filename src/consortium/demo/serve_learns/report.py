@@ -138,7 +138,9 @@ Made by `make serve-learns` (`scripts/serve_learns.py`). Pool: the HTTP replay o
 (`consortium replay serve --records records/<set>`: each model's recorded texts, verbatim).
 
 Declared: the traffic is each set's train split in shuffled order (seed 0), asked by 16 concurrent
-clients of a real `consortium serve --learn`; 30 % of the requests (seeded) are labelled with the
+clients of a real `consortium serve --learn`, who wait while the server refits (the replay
+answers in milliseconds, faster than a refit or any real pool: unpaced, the traffic would run past
+every refit); 30 % of the requests (seeded) are labelled with the
 records' verdict, each label sent once 50 later answers came (a reference where the answer kind
 takes one, so every sample of the request is graded as the records grade it; HumanEval: a verdict
 on the served answer). Exploration: a share ε = {explore} {explored}, each explored request asked

@@ -42,6 +42,8 @@ class StreamPlan:
     """`serve --explore-on`: answer or label."""
     refit_every: int = 20
     seed: int = 0
+    paced: bool = True
+    """Clients wait while the server refits (`_traffic`)."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,16 @@ async def _traffic(plan: StreamPlan, url: str, verdicts: _Verdicts, result: Stre
                     raise RuntimeError(f"feedback refused: {reply.text}")
                 result.labels += 1
 
+        refits_done = asyncio.Lock()
+
+        async def wait_for_refits() -> None:
+            """Hold every client while the server refits (one of them asks; the others wait on
+            the lock): the replay answers in milliseconds, faster than a refit or any real pool,
+            so unpaced traffic would run past every refit."""
+            async with refits_done:
+                while (await http.get("/policy")).json()["refitting"]:
+                    await asyncio.sleep(0.1)
+
         async def client() -> None:
             while not pending.empty():
                 question_id = pending.get_nowait()
@@ -166,6 +178,8 @@ async def _traffic(plan: StreamPlan, url: str, verdicts: _Verdicts, result: Stre
                         (len(result.answered) + plan.label_delay, {"id": data["id"], **label})
                     )
                 await send_due()
+                if plan.paced:
+                    await wait_for_refits()
 
         await asyncio.gather(*(client() for _ in range(plan.clients)))
         await send_due(final=True)
