@@ -11,6 +11,7 @@ import ast
 import re
 
 from consortium.tasks.code import entry_point
+from consortium.tasks.parse_python import parse_expression, parse_module
 
 _DOCTEST = re.compile(r"^\s*>>>\s*(.+?)\s*\n\s*([^\n>][^\n]*?)\s*$", re.MULTILINE)
 _SEPARATOR = re.compile(
@@ -101,7 +102,7 @@ def _call_from_arguments(name: str, text: str, parameters: list[str]) -> str | N
     cuts = [len(text)] + [i for i in range(len(text) - 1, 0, -1) if text[i] == ","]
     for cut in cuts:
         try:
-            parsed = ast.parse(f"_f({text[:cut]})", mode="eval").body
+            parsed = parse_expression(f"_f({text[:cut]})")
         except SyntaxError:
             continue
         if not isinstance(parsed, ast.Call) or (not parsed.args and not parsed.keywords):
@@ -122,7 +123,7 @@ def _parameters(prompt: str, name: str) -> list[str]:
     if match is None:
         return []
     try:
-        function = ast.parse(f"def _f({match.group(1)}): pass").body[0]
+        function = parse_module(f"def _f({match.group(1)}): pass").body[0]
     except SyntaxError:
         return []
     assert isinstance(function, ast.FunctionDef)
@@ -133,7 +134,7 @@ def _call(text: str, name: str) -> str | None:
     """The expression as clean source when it calls the task's function on literals (possibly
     inside one of _HELPERS); None otherwise."""
     try:
-        parsed = ast.parse(text.strip(), mode="eval").body
+        parsed = parse_expression(text.strip())
     except SyntaxError:
         return None
     calls = [node for node in ast.walk(parsed) if isinstance(node, ast.Call)]

@@ -11,6 +11,7 @@ from contextlib import suppress
 
 from consortium.tasks.code import entry_point
 from consortium.tasks.docstring_examples import docstring_examples
+from consortium.tasks.parse_python import parse_expression
 
 PROBE_LIMIT = 24
 """At most this many probe calls per task (the examples' own calls are not probes)."""
@@ -54,7 +55,7 @@ def _add(probes: list[str], seen: set[str], call: str) -> None:
 def _literal_arguments(call: str, name: str) -> tuple[list[object], dict[str, object]] | None:
     """The arguments of the first call of `name` in `call` (which may wrap it, `round(f(x), 2)`),
     when every one of them is a literal."""
-    for node in ast.walk(ast.parse(call, mode="eval")):
+    for node in ast.walk(parse_expression(call)):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name:
             try:
                 positional = [ast.literal_eval(argument) for argument in node.args]
