@@ -194,7 +194,7 @@ def test_explore_on_label_explores_the_labelled_requests_only_and_counts_them_af
     store = TrafficStore(f"sqlite:///{learn / 'traffic.db'}")
     try:
         [(request, _, calls)] = store.labelled()
-        assert store.models_of(unlabelled_id) == {"Llama-2-13B"}
+        assert store.models_asked(unlabelled_id) == ["Llama-2-13B"]
         unlabelled = store.request(unlabelled_id)
     finally:
         store.close()
@@ -254,6 +254,13 @@ def test_labels_imported_while_serving_start_a_refit(
     assert policy["labelled"] == 3 and policy["refits"][0]["labelled"] == 3
 
 
+def _in_process_learner(settings: LearnSettings, store: Path, policy: Path) -> Learner:
+    """A learner without a server, on the SQLite store `store`, serving `policy` as v0 (the
+    cheapest model alone: nothing to explore)."""
+    return Learner(settings, f"sqlite:///{store}", str(policy), "v0", ["Llama-2-13B"],
+                   lambda spec: load_answer_policy(Path(spec)), lambda line: None)  # fmt: skip
+
+
 def test_labels_another_learner_refitted_on_start_no_second_refit(
     cheapest: Path, records: Path, tmp_path: Path
 ) -> None:
@@ -263,9 +270,7 @@ def test_labels_another_learner_refitted_on_start_no_second_refit(
     pairs = _train_questions(records)[:4]
 
     def learner() -> Learner:
-        return Learner(settings, f"sqlite:///{tmp_path / 'traffic.db'}", str(cheapest), "v0",
-                       ["Llama-2-13B"], lambda spec: load_answer_policy(Path(spec)),
-                       lambda line: None)  # fmt: skip
+        return _in_process_learner(settings, tmp_path / "traffic.db", cheapest)
 
     async def label(by: Learner, pairs: list[tuple[str, str]]) -> None:
         for question, reference in pairs:
@@ -298,9 +303,7 @@ def test_labels_that_came_during_a_refit_start_the_next_when_it_ends(
     """Labels arriving while a refit runs are not lost to it: when it ends, they start the next
     refit at once, though no label comes after them (the end of a stream)."""
     settings = LearnSettings(tmp_path / "learn", refit_every=2, follow_every=3600)
-    learner = Learner(settings, f"sqlite:///{tmp_path / 'traffic.db'}", str(cheapest), "v0",
-                      ["Llama-2-13B"], lambda spec: load_answer_policy(Path(spec)),
-                      lambda line: None)  # fmt: skip
+    learner = _in_process_learner(settings, tmp_path / "traffic.db", cheapest)
     pairs = _train_questions(records)[:5]
     labelled_all = threading.Event()
     refit = learner._refit_blocking

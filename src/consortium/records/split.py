@@ -13,13 +13,18 @@ RULE = (
 )
 
 
+def id_hash(text: str) -> int:
+    """The first 32 bits of the sha256 of `text`: what the split (and the learning server's
+    refit folds) draw from an id."""
+    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+
+
 def split_of(
     dataset: str, question_id: str, test_fraction: float = TEST_FRACTION
 ) -> Literal["train", "test"]:
     """ "test" or "train" for a question, from its data set and id alone (the same in every
     command, every machine, every run)."""
-    digest = hashlib.sha256(f"{dataset}/{question_id}".encode()).hexdigest()
-    return "test" if int(digest[:8], 16) / 2**32 < test_fraction else "train"
+    return "test" if id_hash(f"{dataset}/{question_id}") / 2**32 < test_fraction else "train"
 
 
 def split_rule(test_fraction: float = TEST_FRACTION) -> Split:

@@ -5,22 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from consortium.coord.answers.folder import AnswerPolicy, Figures
+from consortium.coord.answers.folder import AnswerPolicy
 from consortium.coord.answers.rules import SingleAnswer
 from consortium.evaluation.recorded.rule_runs import run_rule
-from consortium.evaluation.recorded.runs import PolicyRun, train_accuracy, train_cost
+from consortium.evaluation.recorded.runs import train_accuracy, train_cost
 from consortium.evaluation.recorded.tables import outcome_table
 from consortium.records.store import load_records
-from consortium.train.answers.policy import fit_answer_policy
-
-
-def _figures(run: PolicyRun, questions: list[int]) -> Figures:
-    return Figures(
-        questions=len(questions),
-        accuracy=round(100 * float(run.correct[questions].mean()), 4),
-        usd_per_question=float(run.cost[questions].mean()),
-        calls_per_question=float(run.calls[questions].mean()),
-    )
+from consortium.train.answers.policy import figures_of, fit_answer_policy
 
 
 def single_policy(records_folder: Path, which: str) -> AnswerPolicy:
@@ -47,8 +38,8 @@ def single_policy(records_folder: Path, which: str) -> AnswerPolicy:
             "models": [model],
             "params": SingleAnswer(model).params(),
             "prices": {m: p for m, p in manifest.prices.items() if m == model},
-            "train": _figures(run, list(table.indices("train"))),
-            "test": _figures(run, list(table.indices("test"))),
+            "train": figures_of(run, table.indices("train")),
+            "test": figures_of(run, table.indices("test")),
             "selection": f"{which} single model on train: {model}",
         }
     )

@@ -180,8 +180,8 @@ class Learner:
         if label.reference is not None:
             check_reference(self.incumbent.answer_kind, label.reference, request["question"])
         await self.writer.label(label)
-        labelled = self.explorer is not None and self.settings.explore_on == "label"
-        if labelled and self.exploration.chosen():  # count the label once its samples are in
+        on_label = self.explorer is not None and self.settings.explore_on == "label"
+        if on_label and self.exploration.chosen():  # count the label once its samples are in
             task = asyncio.create_task(self._explore_labelled(request))
             self._exploring.add(task)
             task.add_done_callback(self._exploring.discard)
@@ -194,7 +194,7 @@ class Learner:
         response_id = str(request["response_id"])
         assert self.explorer is not None
         try:
-            asked = await asyncio.to_thread(self.store.models_of, response_id)
+            asked = set(await asyncio.to_thread(self.store.models_asked, response_id))
             await self.explore(response_id, str(request["question"]), asked,
                                self.explorer(response_id))  # fmt: skip
             await self.writer.flush()

@@ -12,7 +12,6 @@ runs it in a worker thread."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from consortium.evaluation.recorded.rule_runs import run_rule
 from consortium.evaluation.recorded.runs import PolicyRun
 from consortium.evaluation.recorded.tables import outcome_table
 from consortium.evolve.guards import GuardConfig, Measured, judge
+from consortium.records.split import id_hash
 from consortium.records.store import Records
 from consortium.train.answers.best_kind import fit_best_kind
 
@@ -102,12 +102,7 @@ the fit on all of it, and every labelled request is held out once."""
 
 def fold_of(question_ids: Sequence[str]) -> np.ndarray:
     """Each labelled request's fold, from a hash of its response id (the same in every refit)."""
-    return np.array(
-        [
-            int(hashlib.sha256(f"fold/{q}".encode()).hexdigest()[:8], 16) % FOLDS
-            for q in question_ids
-        ]
-    )
+    return np.array([id_hash(f"fold/{q}") % FOLDS for q in question_ids])
 
 
 def _fit(records: Records, lam: float, checks: Path, ids: Collection[str]) -> AnswerPolicy:

@@ -115,19 +115,14 @@ class TrafficStore:
             row = db.execute(select(served).where(served.c.response_id == response_id)).first()
         return dict(row._mapping) if row else None
 
-    def models_of(self, response_id: str) -> set[str]:
-        """The models with a recorded call of the request (served or shadow)."""
+    def models_asked(self, response_id: str | None = None) -> list[str]:
+        """Every model with a recorded call (served or shadow) of the request `response_id`, or
+        of any request, by name."""
+        query = select(outputs.c.model).distinct()
+        if response_id is not None:
+            query = query.where(outputs.c.response_id == response_id)
         with self.engine.connect() as db:
-            rows = db.execute(
-                select(outputs.c.model).where(outputs.c.response_id == response_id).distinct()
-            )
-            return {str(row.model) for row in rows}
-
-    def models_asked(self) -> list[str]:
-        """Every model with a recorded call of any request (served or shadow), by name."""
-        with self.engine.connect() as db:
-            rows = db.execute(select(outputs.c.model).distinct())
-            return sorted(str(row.model) for row in rows)
+            return sorted(str(row.model) for row in db.execute(query))
 
     def labelled_count(self) -> int:
         with self.engine.connect() as db:

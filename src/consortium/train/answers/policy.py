@@ -48,7 +48,8 @@ def fitted_part(table: OutcomeTable, fit_on: Collection[str] | None) -> OutcomeT
     return replace(table, is_test=~np.isin(np.array(table.question_ids), list(fit_on)))
 
 
-def _figures(run: PolicyRun, questions: np.ndarray) -> Figures:
+def figures_of(run: PolicyRun, questions: np.ndarray) -> Figures:
+    """A run's figures on `questions`, as a policy folder states them."""
     if len(questions) == 0:  # fitted on every question: no held-out part to state
         return Figures(questions=0, accuracy=0.0, usd_per_question=0.0, calls_per_question=0.0)
     return Figures(
@@ -252,8 +253,8 @@ def fit_answer_policy(
         models=models,
         params=params,
         prices={m: manifest.prices[m] for m in models if m in manifest.prices},
-        train=_figures(runs[0], train),
-        test=_figures(runs[0], table.indices("test")),
+        train=figures_of(runs[0], train),
+        test=figures_of(runs[0], table.indices("test")),
         records=[
             FittedOn(
                 path=str(records_folder),
