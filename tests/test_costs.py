@@ -26,9 +26,9 @@ def test_the_measure_picks_the_cost() -> None:
 
 
 def test_a_zero_price_pool_can_adopt_a_change_that_saves_tokens() -> None:
-    correct, calls = np.ones(50), np.ones(50)
-    incumbent = Measured.of(correct, np.full(50, 400.0), calls)
-    candidate = Measured.of(correct, np.full(50, 200.0), calls)
+    correct, calls = np.ones(200), np.ones(200)
+    incumbent = Measured.of(correct, np.full(200, 400.0), calls)
+    candidate = Measured.of(correct, np.full(200, 200.0), calls)
     decision = judge(incumbent, candidate, GuardConfig(cost="tokens"))
     assert decision.adopted and "50% cheaper (tokens)" in decision.reason
     zero = Measured.of(correct, np.zeros(50), calls)

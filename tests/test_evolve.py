@@ -25,7 +25,7 @@ from consortium.coord.strategy import Plan, Strategy, StrategyCoordinator
 from consortium.core.answers import agree, final_answer
 from consortium.core.types import user
 from consortium.evaluation.runner import run_policy
-from consortium.evolve.guards import GuardConfig, Measured, judge
+from consortium.evolve.guards import Decision, GuardConfig, Measured, judge
 from consortium.evolve.library import StrategyLibrary
 from consortium.evolve.loop import EvolveConfig, EvolveInputs, EvolveLoop, split_tasks
 from consortium.evolve.measure import Evaluator, accuracy, by_cluster
@@ -539,3 +539,19 @@ async def test_templates_per_cluster_and_their_pruning(
             c for c, p in proposal.strategy.clusters.items() if not p.first.startswith("workflow:")
         ]
         assert len(changed) == 1
+
+
+def test_a_cheaper_change_needs_enough_held_out_tasks_to_be_shown_no_worse() -> None:
+    """Where the two agree on every held-out task, a bootstrap interval is [0, 0] at any size; the
+    exact bound on the losses refuses 32 such tasks (it cannot exclude losing 10 points) and
+    admits 200 (at most 1.8 points lost)."""
+
+    def decided(tasks: int) -> Decision:
+        correct, calls = np.ones(tasks), np.ones(tasks)
+        dear = Measured.of(correct, np.full(tasks, 1e-3), calls)
+        return judge(dear, Measured.of(correct, np.full(tasks, 5e-4), calls), GuardConfig())
+
+    few, many = decided(32), decided(200)
+    assert few.evidence.ci_low == 0.0 and not few.adopted
+    assert few.evidence.noninferiority_low == pytest.approx(-(1 - 0.025 ** (1 / 32)))
+    assert many.adopted and "exact 95% bound -1.8 points" in many.reason

@@ -101,8 +101,9 @@ def evolve(
     noninferiority: Annotated[
         float,
         typer.Option(
-            help="Accuracy (fraction) a cheaper change may lose at most: the lower end of the "
-            "95% bootstrap interval of its held-out difference must stay above minus this."
+            help="Accuracy (fraction) a cheaper change may lose at most: the exact lower "
+            "bound of its held-out wins less the upper bound of its losses (shares of tasks, 95% "
+            "together) must stay above minus this."
         ),
     ] = 0.02,
     tolerance: Annotated[

@@ -3,8 +3,11 @@
 Both strategies are graded by the external graders on the same held-out tasks (paired). A change
 is adopted when it is more accurate by more than `margin`, with a one-sided p-value below `alpha`
 (exact sign test on the tasks where the two differ, or a paired bootstrap), or when it is at least
-`cheaper_by` cheaper and the bootstrap's lower 95% bound on the accuracy difference stays above
-`-noninferiority`. Caps on cost and calls per task are checked first and never traded for accuracy.
+`cheaper_by` cheaper and no worse within `noninferiority`: the lower bound of the share of tasks
+it wins less the upper bound of the share it loses (exact Clopper-Pearson bounds, 95 % together)
+stays above `-noninferiority`. A bootstrap bound would not do there: on tasks where the two always
+agree it is [0, 0] however few they are, and 32 agreeing tasks would prove a cheaper change no
+worse. Caps on cost and calls per task are checked first and never traded for accuracy.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ class GuardConfig:
     cheaper_by: float = 0.2
     """Relative cost saving that lets an equally accurate change in."""
     noninferiority: float = 0.02
-    """Accuracy a cheaper change may lose at most (the lower 95% bound of the difference)."""
+    """Accuracy a cheaper change may lose at most (`Evidence.noninferiority_low`)."""
     max_cost_per_task: float | None = None
     """Cap on the mean cost per task, in the `cost` measure's unit."""
     max_calls_per_task: float | None = None
@@ -90,6 +93,9 @@ class Evidence(BaseModel):
     incumbent_calls: float
     candidate_calls: float
     tuning_difference: float | None = None
+    noninferiority_low: float | None = None
+    """The lower bound of the share of tasks won less the upper bound of the share lost
+    (`losses_bound`); None in evidence stored before it was kept."""
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -118,6 +124,16 @@ def bootstrap_differences(
     picks = rng.integers(0, differences.size, size=(resamples, differences.size))
     means: np.ndarray = differences[picks].mean(axis=1)
     return means
+
+
+def losses_bound(wins: int, losses: int, tasks: int) -> float:
+    """A lower bound of the accuracy difference that sees losses a small sample did not show: the
+    exact (Clopper-Pearson) lower bound of the share of tasks won less the exact upper bound of
+    the share lost, each one-sided 97.5 %, so both hold together at least 95 % of the time. With
+    no win and no loss in n tasks it is -(1 - 0.025^(1/n)): -10.9 points at 32, -1.8 at 200."""
+    won = float(binomtest(wins, tasks).proportion_ci(0.95, method="exact").low)
+    lost = float(binomtest(losses, tasks).proportion_ci(0.95, method="exact").high)
+    return won - lost
 
 
 def compare(
@@ -158,6 +174,7 @@ def compare(
         incumbent_calls=incumbent.calls_per_task,
         candidate_calls=candidate.calls_per_task,
         tuning_difference=tuning_difference,
+        noninferiority_low=losses_bound(wins, losses, int(incumbent.correct.size)),
     )
 
 
@@ -190,13 +207,14 @@ def judge(
     cheaper = (
         evidence.incumbent_cost > 0 and cost <= (1 - config.cheaper_by) * evidence.incumbent_cost
     )
-    if cheaper and evidence.ci_low >= -config.noninferiority:
+    low = evidence.noninferiority_low
+    if cheaper and low is not None and low >= -config.noninferiority:
         saving = 1 - cost / evidence.incumbent_cost
         return Decision(
             True,
-            f"{saving:.0%} cheaper ({unit(config.cost)}), no worse on held-out (95% CI of the "
-            "difference "
-            f"[{evidence.ci_low * 100:+.1f}, {evidence.ci_high * 100:+.1f}] points)",
+            f"{saving:.0%} cheaper ({unit(config.cost)}), no worse on held-out ({evidence.wins} "
+            f"wins / {evidence.losses} losses in {evidence.tasks}: exact 95% bound "
+            f"{low * 100:+.1f} points)",
             evidence,
         )
     if evidence.overfit:

@@ -13,12 +13,19 @@ import numpy as np
 
 from consortium.coord.answers.folder import AnswerPolicy, read_policy
 from consortium.coord.answers.trinity_turns import TrinityTurns
-from consortium.demo.serve_learns.stream import StreamPlan, StreamResult, run_stream
+from consortium.demo.serve_learns.ceiling import Floor, exploration_floor, guard_ceiling
+from consortium.demo.serve_learns.singles import single_policy
+from consortium.demo.serve_learns.stream import (
+    StreamPlan,
+    StreamResult,
+    run_stream,
+    stream_questions,
+)
 from consortium.evaluation.recorded.outcomes import OutcomeTable
 from consortium.evaluation.recorded.rule_runs import run_rule
 from consortium.evaluation.recorded.runs import PolicyRun
 from consortium.evaluation.recorded.tables import outcome_table
-from consortium.evolve.guards import bootstrap_differences
+from consortium.evolve.guards import Decision, GuardConfig, bootstrap_differences
 from consortium.records.store import load_records
 from consortium.train.answers.best_kind import fit_best_kind
 
@@ -124,7 +131,8 @@ def serve_learns(
             rows.append(_row(run, result, table, team, offline))
         png = out.with_name(f"{out.stem}-{name}.png")
         _curve(png, name, rows[:2], table)
-        sections.append(_section(name, rows, team, offline_policy.name, table, png.name))
+        bounds = _bounds(folder, table, team, offline)
+        sections.append(_section(name, rows, team, offline_policy.name, table, png.name, bounds))
     header = _header(explore, explore_on, refit_every)
     out.write_text(header + "\n".join(sections), encoding="utf-8")
 
@@ -147,7 +155,8 @@ on the served answer). Exploration: a share ε = {explore} {explored}, each expl
 of every pool model the policy did not ask (no $ cap). A refit every {refit_every} labels,
 cross-fitted (5 folds of the labelled requests by a hash of the response id, each played by the
 kind fitted on the other four; the guard judges every labelled request held out), with the
-guards' defaults (sign test, α = 0.05; or 20 % cheaper and non-inferior within 2 points).
+guards' defaults (sign test, α = 0.05; or 20 % cheaper and non-inferior within 2 points by
+the exact bound of `evolve.guards.losses_bound`).
 The adopted folder (the start policy where none was adopted) is then measured on the test split by
 the records runner (the same rule objects the server runs, played on the recorded samples: the
 parity tests hold them equal to the HTTP replay), beside the committed `policies/<set>-team`
@@ -157,8 +166,56 @@ stream's $ (answers plus shadow calls).
 """
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """What any guarded learner could show on the stream (`ceiling`)."""
+
+    labelled: int
+    offline_vs_most_accurate: Decision
+    floor: Floor | None
+
+
+def _bounds(folder: Path, table: OutcomeTable, team: PolicyRun, offline: PolicyRun) -> Bounds:
+    plan = StreamPlan(folder, "cheapest")
+    order, labelled = stream_questions(folder, plan.seed, plan.label_share)
+    index = {q: i for i, q in enumerate(table.question_ids)}
+    rows = [index[q] for q in order]
+    labelled_rows = [index[q] for q in order if q in labelled]
+    cheapest, most_accurate = (
+        _played(table, single_policy(folder, which)) for which in ("cheapest", "most-accurate")
+    )
+    guard = GuardConfig()
+    return Bounds(
+        len(labelled_rows),
+        guard_ceiling(most_accurate, offline, labelled_rows, guard),
+        exploration_floor(cheapest, team, rows, set(labelled_rows), plan.label_delay, guard),
+    )
+
+
+def _bounds_text(bounds: Bounds) -> str:
+    ceiling = bounds.offline_vs_most_accurate
+    verdict = "adopted" if ceiling.adopted else "refused"
+    floor = bounds.floor
+    floor_text = (
+        "the guard never adopts the team from the cheapest model on these labels"
+        if floor is None
+        else f"the guard adopts the team from the cheapest model after {floor.labels} labels "
+        f"(serving from answer {floor.adopted_at}); exploring only the team's own calls on each "
+        f"labelled request until then and nothing after costs ${floor.explore_usd:.4f} beside "
+        f"the stream's ${floor.stream_usd:.4f}: **{100 * floor.share:.1f} %** of the stream's $ "
+        "(the least exploration for adopting the team here)"
+    )
+    return (
+        f"What any guarded learner could show on this stream (the offline fits handed to the "
+        f"guard as candidates on the stream's {bounds.labelled} labelled requests, in-sample for "
+        f"them, so an upper bound): the offline λ = 0.02 fit against the most accurate model: "
+        f"wins {ceiling.evidence.wins}, losses {ceiling.evidence.losses}: **{verdict}** "
+        f"({ceiling.reason}); {floor_text}.\n"
+    )
+
+
 def _section(name: str, rows: list[Row], team: PolicyRun, offline: str, table: OutcomeTable,
-             png: str) -> str:  # fmt: skip
+             png: str, bounds: Bounds) -> str:  # fmt: skip
     test = table.indices("test")
     lines = [
         f"\n## {name}\n",
@@ -177,7 +234,8 @@ def _section(name: str, rows: list[Row], team: PolicyRun, offline: str, table: O
             f"{row.versus_team.text()} | {offline_text} | {ratio} | "
             f"{100 * row.explore_share:.1f} % | {row.stream.text()} | {_labels(row.result)} |"
         )
-    lines.append(f"\n![served accuracy and $ per window of {WINDOW} requests]({png})\n")
+    lines.append(f"\n{_bounds_text(bounds)}")
+    lines.append(f"![served accuracy and $ per window of {WINDOW} requests]({png})\n")
     return "\n".join(lines)
 
 

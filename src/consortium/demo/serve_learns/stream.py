@@ -115,17 +115,20 @@ def run_stream(plan: StreamPlan, work: Path, say: Any = print) -> StreamResult:
     return result
 
 
-def _train_order(verdicts: _Verdicts, dataset: str, seed: int) -> list[str]:
-    train = [q for q in verdicts.questions if split_of(dataset, q) == "train"]
-    random.Random(seed).shuffle(train)
-    return train
+def stream_questions(records: Path, seed: int, label_share: float) -> tuple[list[str], set[str]]:
+    """The stream's requests: the train split's question ids in shuffled order (`seed`), and the
+    seeded share of them that is labelled."""
+    loaded = load_records(records)
+    ids = dict.fromkeys(loaded.table.column("question_id").to_pylist())
+    order = [q for q in ids if split_of(loaded.manifest.dataset, q) == "train"]
+    random.Random(seed).shuffle(order)
+    chooser = random.Random(seed + 1)
+    return order, {q for q in order if chooser.random() < label_share}
 
 
 async def _traffic(plan: StreamPlan, url: str, verdicts: _Verdicts, result: StreamResult) -> None:
     manifest = load_records(plan.records).manifest
-    order = _train_order(verdicts, manifest.dataset, plan.seed)
-    chooser = random.Random(plan.seed + 1)
-    labelled = {q for q in order if chooser.random() < plan.label_share}
+    order, labelled = stream_questions(plan.records, plan.seed, plan.label_share)
     pending: asyncio.Queue[str] = asyncio.Queue()
     for question_id in order:
         pending.put_nowait(question_id)
