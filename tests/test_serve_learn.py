@@ -28,6 +28,7 @@ from consortium.records.grading import grade_date
 from consortium.records.split import split_of
 from consortium.replay.launch import ReplayServerProcess
 from consortium.runtime.caller import Caller
+from consortium.serve.learn import versions
 from consortium.serve.learn.explore import Exploration
 from consortium.serve.learn.learner import Learner
 from consortium.serve.learn.settings import LearnSettings
@@ -372,6 +373,13 @@ def test_a_refit_adopts_a_better_team_and_a_kill_9_keeps_it_and_every_label(
     rollback = ("--policy", str(learn / "policies/v1"), "--learn", str(learn))
     with serve_process(replay, tmp_path / "t.db", *rollback) as server:
         assert httpx.get(f"{server.root}/v1/policy").json()["version"] == "v1"
+    start = learn / "policies/start"  # the start policy, kept when the first server began
+    assert json.loads((start / "policy.json").read_text())["models"] == ["Llama-2-13B"]
+    with serve_process(
+        replay, tmp_path / "t.db", "--policy", str(start), "--learn", str(learn)
+    ) as server:
+        assert httpx.get(f"{server.root}/v1/policy").json()["version"] == "v0"
+        assert _ask(f"{server.root}/v1", pairs[0][0]).headers["x-consortium-policy-version"] == "v0"
 
 
 def test_flipped_labels_are_refused_by_the_guard(
@@ -386,7 +394,7 @@ def test_flipped_labels_are_refused_by_the_guard(
         policy = _wait_for_refits(url, 2)
     assert set(answered) == {"v0"} and policy["version"] == "v0" and policy["adopted"] == []
     assert all(refit["adopted"] is None for refit in policy["refits"]), policy["refits"]
-    assert not (learn / "policies").exists()
+    assert versions.adopted(learn) == [] and versions.latest(learn) is None
 
 
 def test_five_swaps_under_16_clients_drop_nothing_and_each_answer_names_its_version(

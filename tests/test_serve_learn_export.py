@@ -5,6 +5,7 @@ counted; bad input one line. Over the HTTP replay of test_serve_learn's DATE rec
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from consortium.coord.answers.folder import write_policy
@@ -64,14 +65,18 @@ def test_feedback_export_writes_the_explored_labelled_traffic_that_train_coordin
     assert set(json.loads((fitted / "policy.json").read_text())["models"]) <= set(manifest.models)
 
     one_line_error(cli(*export, "--out", str(out)), f"--out {out}: exists and is not empty")
-    newest = ("feedback", "export", "--learn", str(learn), "--out", str(tmp_path / "again"))
-    one_line_error(cli(*newest), "adopted no version and does not record the policy serve")
+    newest = ("feedback", "export", "--learn", str(learn), "--out")
+    started = cli(*newest, str(tmp_path / "start"))  # none adopted: the policy serve started from
+    assert started.returncode == 0, started.stderr
+    assert f"policy {learn / 'policies/start'}" in started.stdout
     write_policy(learn / "policies/v1", single_policy(records, "gpt-4"))
     (learn / "policies/v1" / EVIDENCE).write_text("{}\n")
-    again = cli(*newest)  # DIR's newest adopted version, without --policy
+    again = cli(*newest, str(tmp_path / "again"))  # DIR's newest adopted version
     assert again.returncode == 0, again.stderr
     assert f"policy {learn / 'policies/v1'}" in again.stdout
     assert load_records(tmp_path / "again").manifest.questions == 30
+    shutil.rmtree(learn / "policies")  # a DIR that kept no start and adopted nothing
+    one_line_error(cli(*newest, str(tmp_path / "none")), "adopted no version and does not record")
 
 
 def test_feedback_export_refuses_a_folder_no_learning_server_wrote(tmp_path: Path) -> None:

@@ -82,8 +82,8 @@ def feedback_export(
         Path | None,
         typer.Option(
             help="The policy folder whose answer kind and prices the records state. Default: "
-            "DIR's newest adopted version (DIR/policies/vN); needed when DIR adopted none, as DIR "
-            "does not record the policy serve started from (give that one).",
+            "DIR's newest adopted version (DIR/policies/vN), else the policy serve started from "
+            "(DIR/policies/start).",
             exists=True,
             show_default=False,
         ),

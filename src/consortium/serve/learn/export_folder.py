@@ -2,10 +2,10 @@
 batch tools (`train coordinator --records`, `evolve --tasks records:path=…`), written by the
 function and rule a refit uses (`export.export_labelled`).
 
-DIR records neither the pool file nor the policy `serve` started from. The pool's models are
-taken as every model DIR's traffic asked (served or explored): a pool model never asked has no
-sample, and a refit would export nothing with it. The policy (its answer kind and prices) is
-DIR's newest adopted version, or the one given (`--policy`, needed when DIR adopted none)."""
+DIR does not record the pool file: the pool's models are taken as every model DIR's traffic asked
+(served or explored): a pool model never asked has no sample, and a refit would export nothing
+with it. The policy (its answer kind and prices) is the one given (`--policy`), else DIR's newest
+adopted version, else the policy its server started from (`DIR/policies/start`)."""
 
 from __future__ import annotations
 
@@ -48,11 +48,12 @@ def export_traffic(folder: Path, traces: str, out: Path, policy: Path | None) ->
     kind = answer_kind_of(folder)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ConfigError(f"--out {out}: exists and is not empty; give a new folder")
-    chosen = policy or versions.latest(folder)
+    start = versions.start_folder(folder)
+    chosen = policy or versions.latest(folder) or (start if start.is_dir() else None)
     if chosen is None:
         raise ConfigError(
-            f"{folder} adopted no version and does not record the policy serve started from: "
-            "give it as --policy FOLDER"
+            f"{folder} adopted no version and does not record the policy serve started from "
+            "(a server before it kept one): give it as --policy FOLDER"
         )
     serving = _policy(chosen, kind)
     store = TrafficStore(store_url(folder, traces))

@@ -109,6 +109,8 @@ class Learner:
         self.log = log
         settings.folder.mkdir(parents=True, exist_ok=True)
         (settings.folder / ANSWER_KIND).write_text(self.incumbent.answer_kind + "\n")
+        if version == "v0" and versions.version_of(policy, settings.folder) is None:
+            versions.write_start(settings.folder, self.incumbent)
         self.coordinator = build(policy)
         self.serving = policy
         """The folder of the version serving: what a reload of the pool file builds again."""

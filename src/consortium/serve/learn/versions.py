@@ -1,23 +1,44 @@
 """The policy versions a learning server adopted: `DIR/policies/vN`, each a normal policy folder
 with the evidence it was adopted on (`evidence.json`). The start policy is v0 unless it is one of
-DIR's versions (a rollback: `serve --policy DIR/policies/vK`)."""
+DIR's versions (a rollback: `serve --policy DIR/policies/vK`); a copy of it is kept as
+`DIR/policies/start` (what `feedback export` states before any adoption, and
+`serve --policy DIR/policies/start` rolls back to v0)."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
 from consortium.coord.answers.folder import AnswerPolicy, write_policy
 
 EVIDENCE = "evidence.json"
+START = "start"
 _VERSION = re.compile(r"^v(\d+)$")
 
 
 def policies_dir(folder: Path) -> Path:
     return folder / "policies"
+
+
+def start_folder(folder: Path) -> Path:
+    """Where DIR keeps the policy its server last started from as v0."""
+    return policies_dir(folder) / START
+
+
+def write_start(folder: Path, policy: AnswerPolicy) -> None:
+    """Keep `policy` as DIR's start (written whole, then renamed over the last one)."""
+    root = policies_dir(folder)
+    partial = root / f".{START}.{os.getpid()}.partial"
+    write_policy(partial, policy)
+    replaced = root / f".{START}.{os.getpid()}.old"
+    if start_folder(folder).exists():
+        os.replace(start_folder(folder), replaced)
+    os.replace(partial, start_folder(folder))
+    shutil.rmtree(replaced, ignore_errors=True)
 
 
 def adopted(folder: Path) -> list[int]:
@@ -31,11 +52,14 @@ def adopted(folder: Path) -> list[int]:
 
 
 def version_of(policy: str, folder: Path) -> str | None:
-    """The version name (vK) when `policy` is one of DIR's version folders, else None."""
+    """The version name (vK) when `policy` is one of DIR's version folders (v0: its start),
+    else None."""
     path = Path(policy).resolve()
-    if path.parent == policies_dir(folder).resolve() and _VERSION.match(path.name):
-        return path.name
-    return None
+    if path.parent != policies_dir(folder).resolve():
+        return None
+    if path.name == START:
+        return "v0"
+    return path.name if _VERSION.match(path.name) else None
 
 
 def number(version: str) -> int:
