@@ -4,12 +4,21 @@ for adopting the team."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from consortium.coord.answers.folder import read_policy, write_policy
 from consortium.demo.serve_learns.ceiling import exploration_floor, guard_ceiling
+from consortium.demo.serve_learns.singles import single_policy
+from consortium.demo.serve_learns.test_split import agreement, over_http
+from consortium.evaluation.recorded.rule_runs import run_rule
 from consortium.evaluation.recorded.runs import PolicyRun
+from consortium.evaluation.recorded.tables import outcome_table
 from consortium.evolve.guards import GuardConfig
+from consortium.records.store import load_records
+from consortium.train.answers.policy import fit_answer_policy
 
 
 def _run(name: str, correct: list[bool], cost: float) -> PolicyRun:
@@ -44,3 +53,28 @@ def test_the_floor_is_none_when_the_guard_never_adopts() -> None:
     cheap = _run("cheap", [True] * 6, 1.0)
     team = _run("team", [True] * 6, 3.0)  # no more accurate, and dearer
     assert exploration_floor(cheap, team, range(6), {0, 1, 2, 3, 4, 5}, 1, GuardConfig()) is None
+
+
+def test_the_test_split_over_http_is_what_the_records_runner_plays(
+    small_records: dict[str, Path], tmp_path: Path
+) -> None:
+    """The report measures folders by `eval` over an HTTP replay; its bounds use the records
+    runner: on a cascade and a single model they agree question by question."""
+    folder = small_records["date"]
+    table = outcome_table(load_records(folder), tmp_path / "checks")
+    folders = [tmp_path / "cheapest", tmp_path / "cascade"]
+    write_policy(folders[0], single_policy(folder, "cheapest"))
+    write_policy(folders[1], fit_answer_policy("mot-cascade", folder).policy)
+    tested = over_http(folder, folders, table, f"sqlite:///{tmp_path / 'eval.db'}")
+    test = table.indices("test")
+    for path in folders:
+        played = run_rule(table, read_policy(path).rule(), path.name)  # type: ignore[arg-type]
+        differing, dollars = agreement(tested[path], played, test)
+        assert differing == 0 and dollars < 1e-12
+        assert (
+            tested[path].calls[test].sum() > 0
+            and tested[path].cost[table.indices("train")].sum() == 0
+        )
+    # a verdict flipped on one question is counted
+    played.correct[test[0]] = not played.correct[test[0]]
+    assert agreement(tested[folders[1]], played, test)[0] == 1

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from consortium.coord.answers.folder import AnswerPolicy, read_policy
+from consortium.coord.answers.folder import AnswerPolicy, read_policy, write_policy
 from consortium.coord.answers.trinity_turns import TrinityTurns
 from consortium.demo.serve_learns.ceiling import Floor, exploration_floor, guard_ceiling
 from consortium.demo.serve_learns.singles import single_policy
@@ -21,6 +21,7 @@ from consortium.demo.serve_learns.stream import (
     run_stream,
     stream_questions,
 )
+from consortium.demo.serve_learns.test_split import agreement, over_http
 from consortium.evaluation.recorded.outcomes import OutcomeTable
 from consortium.evaluation.recorded.rule_runs import run_rule
 from consortium.evaluation.recorded.runs import PolicyRun
@@ -77,12 +78,12 @@ class Row:
     final_name: str
 
 
-def _row(name: str, result: StreamResult, table: OutcomeTable, team: PolicyRun,
-         offline: PolicyRun) -> Row:  # fmt: skip
+def _row(name: str, result: StreamResult, table: OutcomeTable, tested: dict[Path, PolicyRun],
+         team: PolicyRun, offline: PolicyRun) -> Row:  # fmt: skip
     test = table.indices("test")
     assert result.start is not None
     final = read_policy(result.final or result.start)
-    mine = _played(table, final)
+    mine = tested[result.final or result.start]
     start = _played(table, read_policy(result.start))
     index = {q: i for i, q in enumerate(table.question_ids)}
     asked = [index[a.question_id] for a in result.answered if a.question_id in index]
@@ -120,21 +121,44 @@ def serve_learns(
     for name in sets:
         folder = records_root / name
         table = outcome_table(load_records(folder), work / "checks")
-        team = _played(table, read_policy(policies_root / f"{name}-team"))
+        team_folder, offline_folder = policies_root / f"{name}-team", work / name / "offline"
         offline_policy = fit_best_kind(folder, lam=0.02, cache_dir=work / "checks")
-        offline = _played(table, offline_policy)
-        rows = []
+        write_policy(offline_folder, offline_policy)
+        results = {}
         for run, options in RUNS.items():
             plan = replace(StreamPlan(folder, "cheapest"), explore=explore, explore_on=explore_on,
                            refit_every=refit_every, **options)  # type: ignore[arg-type]  # fmt: skip
-            result = run_stream(plan, work / name / run.replace(" ", "-"), say)
-            rows.append(_row(run, result, table, team, offline))
+            results[run] = run_stream(plan, work / name / run.replace(" ", "-"), say)
+        ends = [r.final or r.start for r in results.values() if (r.final or r.start) is not None]
+        say(f"{name}: the test split over HTTP for {len(ends) + 2} policy folders")
+        tested = over_http(folder, [team_folder, offline_folder, *ends], table,  # type: ignore[list-item]
+                           f"sqlite:///{work / name / 'eval.db'}")  # fmt: skip
+        team, offline = tested[team_folder], tested[offline_folder]
+        rows = [_row(run, result, table, tested, team, offline) for run, result in results.items()]
         png = out.with_name(f"{out.stem}-{name}.png")
         _curve(png, name, rows[:2], table)
-        bounds = _bounds(folder, table, team, offline)
-        sections.append(_section(name, rows, team, offline_policy.name, table, png.name, bounds))
+        bounds = _bounds(folder, table, _played(table, read_policy(team_folder)),
+                         _played(table, offline_policy))  # fmt: skip
+        parity = _parity(tested, table)
+        sections.append(_section(name, rows, team, offline_policy.name, table, png.name, bounds,
+                                 parity))  # fmt: skip
     header = _header(explore, explore_on, refit_every)
     out.write_text(header + "\n".join(sections), encoding="utf-8")
+
+
+def _parity(tested: dict[Path, PolicyRun], table: OutcomeTable) -> str:
+    """How the records runner (the bounds', the stream comparisons') agrees with the HTTP eval on
+    the test split, over every folder measured."""
+    test = table.indices("test")
+    differing, dollars = 0, 0.0
+    for folder, http in tested.items():
+        verdicts, usd = agreement(http, _played(table, read_policy(folder)), test)
+        differing, dollars = differing + verdicts, max(dollars, usd)
+    return (
+        f"The records runner against `eval` over HTTP on these {len(tested)} folders: "
+        f"{differing} differing verdicts of {len(tested) * len(test)}, $ a question within "
+        f"{dollars:.2g}."
+    )
 
 
 def _header(explore: float, explore_on: str, refit_every: int) -> str:
@@ -157,11 +181,13 @@ cross-fitted (5 folds of the labelled requests by a hash of the response id, eac
 kind fitted on the other four; the guard judges every labelled request held out), with the
 guards' defaults (sign test, α = 0.05; or 20 % cheaper and non-inferior within 2 points by
 the exact bound of `evolve.guards.losses_bound`).
-The adopted folder (the start policy where none was adopted) is then measured on the test split by
-the records runner (the same rule objects the server runs, played on the recorded samples: the
-parity tests hold them equal to the HTTP replay), beside the committed `policies/<set>-team`
-(paired, 95 % bootstrap CI in points). "stream vs start" is the served accuracy over the stream
-against the start policy on the same requests (paired CI). Exploration share: shadow $ over the
+The adopted folder (the start policy where none was adopted) is then measured on the test split
+by `eval` over an HTTP replay server of the records, beside the committed `policies/<set>-team`
+and the offline λ = 0.02 fit measured the same way (paired, 95 % bootstrap CI in points). The
+bounds and "stream vs start" use the records runner (the same rule objects the server runs,
+played on the recorded samples); each section says how it agrees with `eval` on the test split.
+"stream vs start" is the served accuracy over the stream against the start policy on the same
+requests (paired CI). Exploration share: shadow $ over the
 stream's $ (answers plus shadow calls).
 """
 
@@ -215,7 +241,7 @@ def _bounds_text(bounds: Bounds) -> str:
 
 
 def _section(name: str, rows: list[Row], team: PolicyRun, offline: str, table: OutcomeTable,
-             png: str, bounds: Bounds) -> str:  # fmt: skip
+             png: str, bounds: Bounds, parity: str) -> str:  # fmt: skip
     test = table.indices("test")
     lines = [
         f"\n## {name}\n",
@@ -234,7 +260,8 @@ def _section(name: str, rows: list[Row], team: PolicyRun, offline: str, table: O
             f"{row.versus_team.text()} | {offline_text} | {ratio} | "
             f"{100 * row.explore_share:.1f} % | {row.stream.text()} | {_labels(row.result)} |"
         )
-    lines.append(f"\n{_bounds_text(bounds)}")
+    lines.append(f"\n{parity}\n")
+    lines.append(_bounds_text(bounds))
     lines.append(f"![served accuracy and $ per window of {WINDOW} requests]({png})\n")
     return "\n".join(lines)
 
