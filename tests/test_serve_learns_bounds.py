@@ -59,14 +59,21 @@ def test_the_test_split_over_http_is_what_the_records_runner_plays(
     small_records: dict[str, Path], tmp_path: Path
 ) -> None:
     """The report measures folders by `eval` over an HTTP replay; its bounds use the records
-    runner: on a cascade and a single model they agree question by question."""
+    runner: on a cascade and single models they agree question by question. Two folders of one
+    policy are run once; two policies of one name are each run."""
     folder = small_records["date"]
     table = outcome_table(load_records(folder), tmp_path / "checks")
-    folders = [tmp_path / "cheapest", tmp_path / "cascade"]
+    folders = [tmp_path / "cheapest", tmp_path / "cascade", tmp_path / "same", tmp_path / "named"]
+    cascade = fit_answer_policy("mot-cascade", folder).policy
     write_policy(folders[0], single_policy(folder, "cheapest"))
-    write_policy(folders[1], fit_answer_policy("mot-cascade", folder).policy)
+    write_policy(folders[1], cascade)
+    write_policy(folders[2], single_policy(folder, "cheapest"))
+    write_policy(folders[3], single_policy(folder, "most-accurate").model_copy(
+        update={"name": cascade.name}))  # fmt: skip
     tested = over_http(folder, folders, table, f"sqlite:///{tmp_path / 'eval.db'}")
     test = table.indices("test")
+    assert tested[folders[2]] is tested[folders[0]]
+    assert not np.array_equal(tested[folders[3]].cost, tested[folders[1]].cost)
     for path in folders:
         played = run_rule(table, read_policy(path).rule(), path.name)  # type: ignore[arg-type]
         differing, dollars = agreement(tested[path], played, test)
