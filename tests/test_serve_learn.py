@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from consortium.coord.answers.folder import load_answer_policy, write_policy
+from consortium.coord.answers.folder import load_answer_policy, read_policy, write_policy
 from consortium.demo.serve_learns.singles import single_policy
 from consortium.pool import Pool
 from consortium.pool.config import load_pool
@@ -490,3 +490,19 @@ def test_learning_needs_an_answer_aware_folder_to_start_from(replay: Path, tmp_p
     refused = cli("serve", "--pool", str(replay), "--policy", "single:gpt-4",
                   "--learn", str(tmp_path / "learn"), "--traces", traces)  # fmt: skip
     one_line_error(refused, "--learn refits answer-aware policy folders; --policy single:gpt-4")
+
+
+def test_the_start_policy_is_kept_whole_and_replaced_only_by_another(
+    records: Path, tmp_path: Path
+) -> None:
+    cheapest_policy, dearer = (single_policy(records, which) for which in ("cheapest", "gpt-4"))
+    versions.write_start(tmp_path, cheapest_policy)
+    kept = versions.start_folder(tmp_path) / "policy.json"
+    first = kept.stat().st_ino
+    versions.write_start(tmp_path, cheapest_policy)  # the same policy (a restart, a replica)
+    assert kept.stat().st_ino == first
+    versions.write_start(tmp_path, dearer)
+    assert read_policy(kept.parent).models == ["gpt-4"]
+    assert [p.name for p in versions.policies_dir(tmp_path).iterdir()] == ["start"]
+    assert versions.version_of(str(kept.parent), tmp_path) == "v0"
+    assert versions.adopted(tmp_path) == [] and versions.latest(tmp_path) is None

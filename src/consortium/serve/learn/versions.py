@@ -6,6 +6,7 @@ DIR's versions (a rollback: `serve --policy DIR/policies/vK`); a copy of it is k
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -30,15 +31,22 @@ def start_folder(folder: Path) -> Path:
 
 
 def write_start(folder: Path, policy: AnswerPolicy) -> None:
-    """Keep `policy` as DIR's start (written whole, then renamed over the last one)."""
-    root = policies_dir(folder)
-    partial = root / f".{START}.{os.getpid()}.partial"
+    """Keep `policy` as DIR's start: written whole, then renamed over the last one unless that
+    holds the same policy (replicas starting together each write theirs; the last rename wins)."""
+    root, start = policies_dir(folder), start_folder(folder)
+    partial, old = (root / f".{START}.{os.getpid()}.{end}" for end in ("partial", "old"))
     write_policy(partial, policy)
-    replaced = root / f".{START}.{os.getpid()}.old"
-    if start_folder(folder).exists():
-        os.replace(start_folder(folder), replaced)
-    os.replace(partial, start_folder(folder))
-    shutil.rmtree(replaced, ignore_errors=True)
+    kept = start / "policy.json"
+    if kept.is_file() and kept.read_bytes() == (partial / "policy.json").read_bytes():
+        shutil.rmtree(partial)
+        return
+    with contextlib.suppress(FileNotFoundError):  # none yet, or another replica moved it
+        os.replace(start, old)
+    try:
+        os.replace(partial, start)
+    except OSError:  # another replica renamed its start there first: it stays
+        shutil.rmtree(partial, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def adopted(folder: Path) -> list[int]:
