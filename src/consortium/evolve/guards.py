@@ -12,11 +12,11 @@ worse. Caps on cost and calls per task are checked first and never traded for ac
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 from pydantic import BaseModel, ConfigDict, computed_field
 from scipy.stats import binomtest
 
@@ -53,7 +53,7 @@ class Measured:
     calls: np.ndarray
 
     @classmethod
-    def of(cls, correct: Sequence[bool], cost: Sequence[float], calls: Sequence[int]) -> Measured:
+    def of(cls, correct: ArrayLike, cost: ArrayLike, calls: ArrayLike) -> Measured:
         return cls(
             np.asarray(correct, dtype=float),
             np.asarray(cost, dtype=float),

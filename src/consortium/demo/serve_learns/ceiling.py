@@ -26,10 +26,7 @@ from consortium.evolve.guards import Decision, GuardConfig, Measured, judge
 
 def _measured(run: PolicyRun, rows: Sequence[int]) -> Measured:
     picked = np.asarray(rows, dtype=int)
-    return Measured(
-        run.correct[picked].astype(float), run.cost[picked].astype(float),
-        run.calls[picked].astype(float),
-    )  # fmt: skip
+    return Measured.of(run.correct[picked], run.cost[picked], run.calls[picked])
 
 
 def guard_ceiling(

@@ -27,7 +27,7 @@ from consortium.evaluation.recorded.rule_runs import run_rule
 from consortium.evaluation.recorded.runs import PolicyRun
 from consortium.evaluation.recorded.tables import outcome_table
 from consortium.evolve.guards import Decision, GuardConfig, bootstrap_differences
-from consortium.records.store import load_records
+from consortium.records.store import Records, load_records
 from consortium.train.answers.best_kind import fit_best_kind
 
 SETS = ("gsm8k", "math", "humaneval", "date")
@@ -81,9 +81,9 @@ class Row:
 def _row(name: str, result: StreamResult, table: OutcomeTable, tested: dict[Path, PolicyRun],
          team: PolicyRun, offline: PolicyRun) -> Row:  # fmt: skip
     test = table.indices("test")
-    assert result.start is not None
-    final = read_policy(result.final or result.start)
-    mine = tested[result.final or result.start]
+    assert result.start is not None  # `serving` holds it
+    final = read_policy(result.serving)
+    mine = tested[result.serving]
     start = _played(table, read_policy(result.start))
     index = {q: i for i, q in enumerate(table.question_ids)}
     asked = [index[a.question_id] for a in result.answered if a.question_id in index]
@@ -120,7 +120,8 @@ def serve_learns(
     sections = []
     for name in sets:
         folder = records_root / name
-        table = outcome_table(load_records(folder), work / "checks")
+        records = load_records(folder)
+        table = outcome_table(records, work / "checks")
         team_folder, offline_folder = policies_root / f"{name}-team", work / name / "offline"
         offline_policy = fit_best_kind(folder, lam=0.02, cache_dir=work / "checks")
         write_policy(offline_folder, offline_policy)
@@ -129,30 +130,31 @@ def serve_learns(
             plan = replace(StreamPlan(folder, "cheapest"), explore=explore, explore_on=explore_on,
                            refit_every=refit_every, **options)  # type: ignore[arg-type]  # fmt: skip
             results[run] = run_stream(plan, work / name / run.replace(" ", "-"), say)
-        ends = [r.final or r.start for r in results.values() if (r.final or r.start) is not None]
+        ends = [result.serving for result in results.values()]
         say(f"{name}: the test split over HTTP for {len(ends) + 2} policy folders")
-        tested = over_http(folder, [team_folder, offline_folder, *ends], table,  # type: ignore[list-item]
+        tested = over_http(folder, [team_folder, offline_folder, *ends], table,
                            f"sqlite:///{work / name / 'eval.db'}")  # fmt: skip
+        played = {path: _played(table, read_policy(path)) for path in tested}
         team, offline = tested[team_folder], tested[offline_folder]
         rows = [_row(run, result, table, tested, team, offline) for run, result in results.items()]
         png = out.with_name(f"{out.stem}-{name}.png")
         _curve(png, name, rows[:2], table)
-        bounds = _bounds(folder, table, _played(table, read_policy(team_folder)),
-                         _played(table, offline_policy))  # fmt: skip
-        parity = _parity(tested, table)
+        bounds = _bounds(folder, records, table, played[team_folder], played[offline_folder])
+        parity = _parity(tested, played, table)
         sections.append(_section(name, rows, team, offline_policy.name, table, png.name, bounds,
                                  parity))  # fmt: skip
     header = _header(explore, explore_on, refit_every)
     out.write_text(header + "\n".join(sections), encoding="utf-8")
 
 
-def _parity(tested: dict[Path, PolicyRun], table: OutcomeTable) -> str:
+def _parity(tested: dict[Path, PolicyRun], played: dict[Path, PolicyRun],
+            table: OutcomeTable) -> str:  # fmt: skip
     """How the records runner (the bounds', the stream comparisons') agrees with the HTTP eval on
     the test split, over every folder measured."""
     test = table.indices("test")
     differing, dollars = 0, 0.0
     for folder, http in tested.items():
-        verdicts, usd = agreement(http, _played(table, read_policy(folder)), test)
+        verdicts, usd = agreement(http, played[folder], test)
         differing, dollars = differing + verdicts, max(dollars, usd)
     return (
         f"The records runner against `eval` over HTTP on these {len(tested)} folders: "
@@ -201,9 +203,10 @@ class Bounds:
     floor: Floor | None
 
 
-def _bounds(folder: Path, table: OutcomeTable, team: PolicyRun, offline: PolicyRun) -> Bounds:
+def _bounds(folder: Path, records: Records, table: OutcomeTable, team: PolicyRun,
+            offline: PolicyRun) -> Bounds:  # fmt: skip
     plan = StreamPlan(folder, "cheapest")
-    order, labelled = stream_questions(folder, plan.seed, plan.label_share)
+    order, labelled = stream_questions(records, plan.seed, plan.label_share)
     index = {q: i for i, q in enumerate(table.question_ids)}
     rows = [index[q] for q in order]
     labelled_rows = [index[q] for q in order if q in labelled]

@@ -18,7 +18,7 @@ import httpx
 from consortium.coord.answers.folder import write_policy
 from consortium.demo.serve_learns.singles import single_policy
 from consortium.records.split import split_of
-from consortium.records.store import load_records
+from consortium.records.store import Records, load_records
 from consortium.replay.launch import ReplayServerProcess
 from consortium.runtime.launch import ChildServer
 from consortium.serve.headers import COST, POLICY_VERSION
@@ -69,6 +69,13 @@ class StreamResult:
     """Requests not answered (a 5xx: e.g. every model the policy asked had no recorded sample)."""
     seconds: float = 0.0
 
+    @property
+    def serving(self) -> Path:
+        """The policy folder serving at the end: the adopted one, else the start."""
+        served = self.final or self.start
+        assert served is not None, "run_stream sets the start policy"
+        return served
+
 
 class _Verdicts:
     """The records' verdict of a served text: the row of (question, model) with that text."""
@@ -115,20 +122,20 @@ def run_stream(plan: StreamPlan, work: Path, say: Any = print) -> StreamResult:
     return result
 
 
-def stream_questions(records: Path, seed: int, label_share: float) -> tuple[list[str], set[str]]:
+def stream_questions(records: Records, seed: int, label_share: float) -> tuple[list[str], set[str]]:
     """The stream's requests: the train split's question ids in shuffled order (`seed`), and the
     seeded share of them that is labelled."""
-    loaded = load_records(records)
-    ids = dict.fromkeys(loaded.table.column("question_id").to_pylist())
-    order = [q for q in ids if split_of(loaded.manifest.dataset, q) == "train"]
+    ids = dict.fromkeys(records.table.column("question_id").to_pylist())
+    order = [q for q in ids if split_of(records.manifest.dataset, q) == "train"]
     random.Random(seed).shuffle(order)
     chooser = random.Random(seed + 1)
     return order, {q for q in order if chooser.random() < label_share}
 
 
 async def _traffic(plan: StreamPlan, url: str, verdicts: _Verdicts, result: StreamResult) -> None:
-    manifest = load_records(plan.records).manifest
-    order, labelled = stream_questions(plan.records, plan.seed, plan.label_share)
+    records = load_records(plan.records)
+    manifest = records.manifest
+    order, labelled = stream_questions(records, plan.seed, plan.label_share)
     pending: asyncio.Queue[str] = asyncio.Queue()
     for question_id in order:
         pending.put_nowait(question_id)

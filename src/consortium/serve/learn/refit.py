@@ -44,7 +44,7 @@ class RefitOutcome:
 
 
 def _measured(run: PolicyRun) -> Measured:
-    return Measured(run.correct.astype(float), run.cost.astype(float), run.calls.astype(float))
+    return Measured.of(run.correct, run.cost, run.calls)
 
 
 def refit(
